@@ -1,0 +1,81 @@
+//! The agent loop of one turn: prompt → model → tools → … → final answer, every message
+//! appended to the transcript as it happens (so a crash keeps what was done).
+
+use crate::app::{App, AppError, tools};
+use crate::core::ids::SessionId;
+use crate::core::prompt::assemble;
+use crate::core::session::{Message, Role};
+use crate::ports::{ChatRequest, ToolSpec};
+
+/// What one turn produced.
+#[derive(Debug, Clone, Default)]
+pub struct TurnOutput {
+    /// The final answer.
+    pub reply: String,
+    /// Prompt tokens used.
+    pub input_tokens: u64,
+    /// Completion tokens used.
+    pub output_tokens: u64,
+    /// The turn stopped at a step boundary because it was asked to.
+    pub interrupted: bool,
+}
+
+/// How a turn is run.
+pub struct TurnSpec<'a> {
+    /// The conversation.
+    pub session_id: &'a SessionId,
+    /// Extra system notes (reset, resume, job preamble).
+    pub notes: Vec<String>,
+    /// Tools offered.
+    pub tools: Vec<ToolSpec>,
+    /// Model override.
+    pub model: Option<String>,
+    /// System prompt (SOUL.md or the job's own).
+    pub system: String,
+}
+
+/// Runs the model loop over the stored transcript of `spec.session_id`. `stop` is asked at
+/// each step boundary whether the turn should end early.
+pub async fn run<F, Fut>(app: &App, spec: TurnSpec<'_>, mut stop: F) -> Result<TurnOutput, AppError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let max_ctx = app.cfg.settings.model.max_context_messages;
+    let max_iter = app.cfg.settings.model.max_iterations;
+    let transcript = app.store.recent_messages(spec.session_id, max_ctx).await?;
+    let mut prompt = assemble(&spec.system, &spec.notes, &transcript, max_ctx, app.clock.now());
+    let mut out = TurnOutput::default();
+    for _ in 0..max_iter {
+        let req = ChatRequest { messages: prompt.clone(), tools: spec.tools.clone(), model: spec.model.clone() };
+        let resp = app.llm.complete(&req).await?;
+        out.input_tokens += resp.input_tokens;
+        out.output_tokens += resp.output_tokens;
+        let now = app.clock.now();
+        let mut msg = Message::text(Role::Assistant, resp.content.clone(), now);
+        if resp.tool_calls.is_empty() {
+            app.store.append_messages(spec.session_id, std::slice::from_ref(&msg), None).await?;
+            out.reply = resp.content;
+            return Ok(out);
+        }
+        msg.tool_calls = resp.tool_calls.clone();
+        let mut step = vec![msg];
+        for call in &resp.tool_calls {
+            let result = tools::execute(app, call).await;
+            let mut t = Message::text(Role::Tool, result, app.clock.now());
+            t.tool_call_id = Some(call.id.clone());
+            step.push(t);
+        }
+        app.store.append_messages(spec.session_id, &step, None).await?;
+        prompt.extend(step);
+        if stop().await {
+            out.interrupted = true;
+            out.reply = "⏹ Stopped.".into();
+            return Ok(out);
+        }
+    }
+    out.reply = format!("I stopped after {max_iter} tool rounds without reaching a final answer. Please narrow the request.");
+    let note = Message::text(Role::Assistant, out.reply.clone(), app.clock.now());
+    app.store.append_messages(spec.session_id, &[note], None).await?;
+    Ok(out)
+}

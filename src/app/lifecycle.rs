@@ -1,0 +1,43 @@
+//! Session lifecycle use cases: starting a fresh conversation for a key.
+
+use crate::app::{App, AppError};
+use crate::core::ids::{SessionId, SessionKey};
+use crate::core::session::SessionRecord;
+use crate::ports::{SessionChange, StoreError};
+
+impl App {
+    /// Ends the key's current session with `reason` and starts a new one (optionally titled).
+    /// A running turn is asked to stop. Returns the new id, or None if the key is unknown.
+    pub async fn reset_session(&self, key: &SessionKey, reason: &str, title: Option<String>) -> Result<Option<SessionId>, AppError> {
+        for _ in 0..64 {
+            let Some(cur) = self.store.get_entry(key).await? else { return Ok(None) };
+            let now = self.clock.now();
+            let mut next = cur.clone();
+            next.session_id = SessionId::generate(now, &self.cfg.tz);
+            next.updated_at = now;
+            next.input_tokens = 0;
+            next.output_tokens = 0;
+            next.was_auto_reset = false;
+            next.auto_reset_reason = None;
+            next.pending = None;
+            next.interrupt_requested = cur.lease.is_some();
+            let rec = SessionRecord {
+                session_id: next.session_id.clone(),
+                session_key: key.clone(),
+                platform: cur.origin.platform.clone(),
+                title: title.clone(),
+                started_at: now,
+                ended_at: None,
+                end_reason: None,
+            };
+            let changes =
+                [SessionChange::End { session_id: cur.session_id.clone(), reason: reason.to_string(), at: now }, SessionChange::Start(rec)];
+            match self.store.put_entry(&next, &changes).await {
+                Ok(e) => return Ok(Some(e.session_id)),
+                Err(StoreError::Conflict(_)) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(AppError::Contended)
+    }
+}

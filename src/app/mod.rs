@@ -1,0 +1,90 @@
+//! Use cases, written against the ports only: `handle_inbound` (a chat message), the agent
+//! turn, and (in later modules) fires, recovery and ticks.
+//!
+//! Knows no HTTP, SQL or vendor SDK: transports call in with parsed values, adapters are
+//! reached through `Arc<dyn Port>`.
+
+mod agent;
+mod inbound;
+mod lifecycle;
+mod tools;
+
+pub use inbound::{Inbound, Outcome};
+
+use crate::config::Loaded;
+use crate::core::ids::{KeyRules, Origin};
+use crate::ports::{Clock, Delivery, Llm, LlmError, Store, StoreError, Target};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Everything a use case needs: settings and ports. Cheap to clone.
+#[derive(Clone)]
+pub struct App {
+    /// Loaded configuration.
+    pub cfg: Arc<Loaded>,
+    /// `$HERMES_HOME`.
+    pub home: PathBuf,
+    /// The store.
+    pub store: Arc<dyn Store>,
+    /// The model.
+    pub llm: Arc<dyn Llm>,
+    /// Outbound platforms.
+    pub delivery: Arc<dyn Delivery>,
+    /// Time.
+    pub clock: Arc<dyn Clock>,
+}
+
+/// Use-case failures; mapped to HTTP in `http/error.rs`.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// The request is malformed; nothing was changed.
+    #[error("{0}")]
+    BadRequest(String),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The model failed; the user's message is kept in the transcript.
+    #[error("the model failed: {0}")]
+    Model(#[from] LlmError),
+    /// A compare-and-set kept losing (heavy contention).
+    #[error("the session is busy; try again")]
+    Contended,
+}
+
+impl App {
+    /// The session-key switches from settings.
+    pub fn key_rules(&self) -> KeyRules {
+        KeyRules {
+            group_sessions_per_user: self.cfg.settings.group_sessions_per_user,
+            thread_sessions_per_user: self.cfg.settings.thread_sessions_per_user,
+        }
+    }
+
+    /// Whether replies to this origin go out through a platform adapter (not returned inline).
+    pub fn delivers_to(origin: &Origin) -> bool {
+        matches!(origin.platform.as_str(), "telegram" | "discord")
+    }
+
+    /// Sends `text` to an origin's chat; failures are logged, never lost silently.
+    pub async fn send_to_origin(&self, origin: &Origin, text: &str) -> bool {
+        if !Self::delivers_to(origin) || text.is_empty() {
+            return false;
+        }
+        let target = Target { platform: origin.platform.clone(), chat_id: origin.chat_id.clone(), thread_id: origin.thread_id.clone() };
+        match self.delivery.send(&target, text).await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::error!(platform = %target.platform, chat_id = %target.chat_id, error = %e, "delivery to origin failed");
+                false
+            }
+        }
+    }
+
+    /// The system prompt: `$HERMES_HOME/SOUL.md` when present, else the default.
+    pub fn system_prompt(&self) -> String {
+        std::fs::read_to_string(self.home.join("SOUL.md"))
+            .ok()
+            .filter(|s| !s.trim().is_empty())
+            .unwrap_or_else(|| crate::core::prompt::DEFAULT_SYSTEM_PROMPT.to_string())
+    }
+}

@@ -1,0 +1,108 @@
+//! The command line (CONTRACT §1): parsing with clap and dispatch to the runtimes and use
+//! cases. Exit codes: 0 ok, 1 runtime error, 2 usage error, 78 bad configuration.
+
+mod commands;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Scale-to-zero gateway for a Hermes-style chat agent.
+#[derive(Debug, Parser)]
+#[command(name = "hermes-zero", version, about, propagate_version = true)]
+pub struct Cli {
+    /// Home directory (config.yaml, state.db, SOUL.md, cron/, skills/). Default: $HERMES_HOME, else ~/.hermes-zero.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub home: Option<PathBuf>,
+    /// Config file. Default: <home>/config.yaml.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// HTTP server with the built-in ticker (embedded store by default).
+    Serve {
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: String,
+    },
+    /// Interactive terminal chat on platform `local`.
+    Chat,
+    /// Inspect sessions.
+    Sessions {
+        /// Sub-command.
+        #[command(subcommand)]
+        action: SessionsCmd,
+    },
+    /// Validate config, store and provider; exit 1 with reasons.
+    Doctor,
+}
+
+/// `sessions` sub-commands.
+#[derive(Debug, Subcommand)]
+pub enum SessionsCmd {
+    /// Session keys with their current session.
+    List {
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A session's transcript.
+    Show {
+        /// Session id.
+        id: String,
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start a fresh session for a key (same effect as `/new`).
+    Reset {
+        /// Session key.
+        key: String,
+    },
+}
+
+/// Exit code for bad configuration (sysexits EX_CONFIG).
+pub const EXIT_CONFIG: u8 = 78;
+
+/// Resolves the home directory.
+pub fn resolve_home(flag: Option<PathBuf>, env: &crate::config::Env) -> PathBuf {
+    flag.or_else(|| env.get("HERMES_HOME").map(PathBuf::from))
+        .or_else(|| env.get("HOME").map(|h| PathBuf::from(h).join(".hermes-zero")))
+        .unwrap_or_else(|| PathBuf::from(".hermes-zero"))
+}
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> ExitCode {
+    let env = crate::config::Env::from_process();
+    let home = resolve_home(cli.home, &env);
+    let cfg = match crate::config::load_settings(&home, cli.config.as_deref(), &env) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("hermes-zero: configuration error: {e}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    for w in &cfg.warnings {
+        tracing::warn!("{w}");
+    }
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("hermes-zero: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(commands::dispatch(cli.command, home, cfg)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("hermes-zero: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

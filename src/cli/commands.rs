@@ -1,0 +1,165 @@
+//! Command bodies: each builds what it needs and calls the use cases.
+
+use super::{Command, SessionsCmd};
+use crate::app::{App, Inbound};
+use crate::config::Loaded;
+use crate::core::ids::{ChatType, Origin, SessionId, SessionKey};
+use crate::runtime;
+use anyhow::Context;
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Runs one command.
+pub async fn dispatch(cmd: Command, home: PathBuf, cfg: Loaded) -> anyhow::Result<ExitCode> {
+    match cmd {
+        Command::Serve { listen } => {
+            let app = runtime::build_app(&home, cfg)?;
+            let listener = tokio::net::TcpListener::bind(&listen).await.with_context(|| format!("cannot listen on {listen}"))?;
+            runtime::serve::run(listener, app, runtime::serve::shutdown_signal()).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Chat => chat(runtime::build_app(&home, cfg)?).await,
+        Command::Sessions { action } => sessions(runtime::build_app(&home, cfg)?, action).await,
+        Command::Doctor => Ok(doctor(&home, cfg).await),
+    }
+}
+
+async fn chat(app: App) -> anyhow::Result<ExitCode> {
+    let user =
+        std::env::var("USER").ok().filter(|u| !u.is_empty() && !u.contains(':') && !u.contains(' ')).unwrap_or_else(|| "operator".into());
+    let origin = Origin::new("local", "terminal", ChatType::Dm, Some(&user), None)?;
+    println!("hermes-zero chat — model: {}, store: {}. Type /exit (or Ctrl-D) to leave.", app.llm.name(), app.store.kind());
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(1);
+    std::thread::spawn(move || {
+        let stdin = std::io::stdin();
+        for line in stdin.lock().lines().map_while(Result::ok) {
+            if tx.blocking_send(line).is_err() {
+                break;
+            }
+        }
+    });
+    loop {
+        print!("you> ");
+        std::io::stdout().flush().ok();
+        let Some(line) = rx.recv().await else { break };
+        let text = line.trim();
+        if text.is_empty() {
+            continue;
+        }
+        if text == "/exit" || text == "/quit" {
+            break;
+        }
+        let msg = Inbound { origin: origin.clone(), text: text.to_string(), message_id: None, user_name: Some(user.clone()) };
+        match app.handle_inbound(msg).await {
+            Ok(out) => {
+                for n in &out.notices {
+                    println!("{n}");
+                }
+                if let Some(r) = out.reply {
+                    println!("hermes> {r}");
+                }
+            }
+            Err(e) => println!("error: {e}"),
+        }
+    }
+    println!();
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn sessions(app: App, action: SessionsCmd) -> anyhow::Result<ExitCode> {
+    match action {
+        SessionsCmd::List { json } => {
+            let entries = app.store.list_entries(1000).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&entries)?);
+            } else if entries.is_empty() {
+                println!("no sessions yet");
+            } else {
+                println!("{:<48} {:<26} {:>6}  UPDATED", "SESSION KEY", "SESSION ID", "MSGS");
+                for e in entries {
+                    let n = app.store.count_messages(&e.session_id).await?;
+                    println!("{:<48} {:<26} {:>6}  {}", e.session_key, e.session_id, n, e.updated_at.format("%Y-%m-%d %H:%M:%SZ"));
+                }
+            }
+        }
+        SessionsCmd::Show { id, json } => {
+            let id = SessionId::parse(&id)?;
+            let Some(rec) = app.store.get_session(&id).await? else {
+                eprintln!("no session {id}");
+                return Ok(ExitCode::FAILURE);
+            };
+            let msgs = app.store.recent_messages(&id, usize::MAX >> 1).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&serde_json::json!({"session": rec, "messages": msgs}))?);
+            } else {
+                println!("session {} ({}), started {}", rec.session_id, rec.session_key, rec.started_at);
+                if let Some(r) = &rec.end_reason {
+                    println!("ended: {r}");
+                }
+                for m in msgs {
+                    let calls: Vec<&str> = m.tool_calls.iter().map(|c| c.name.as_str()).collect();
+                    let extra = if calls.is_empty() { String::new() } else { format!(" [calls: {}]", calls.join(", ")) };
+                    println!("[{}] {}: {}{extra}", m.at.format("%H:%M:%S"), m.role.as_str(), m.content);
+                }
+            }
+        }
+        SessionsCmd::Reset { key } => {
+            let key = SessionKey::parse(&key)?;
+            match app.reset_session(&key, "session_reset", None).await? {
+                Some(id) => println!("{key}: new session {id}"),
+                None => {
+                    eprintln!("no session for {key}");
+                    return Ok(ExitCode::FAILURE);
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn doctor(home: &std::path::Path, cfg: Loaded) -> ExitCode {
+    let mut problems = Vec::new();
+    println!("home:     {}", home.display());
+    println!("config:   {}", cfg.file.as_ref().map_or_else(|| "(none: defaults)".to_string(), |p| p.display().to_string()));
+    for w in &cfg.warnings {
+        println!("warning:  {w}");
+    }
+    println!("timezone: {}", cfg.settings.timezone);
+    let model = &cfg.settings.model;
+    match model.provider {
+        crate::config::ModelProvider::Offline => println!("model:    offline (no model configured; replies are automatic)"),
+        crate::config::ModelProvider::Openai => {
+            println!("model:    openai-compatible {} at {}", model.name, model.base_url);
+            if cfg.secrets.model_api_key.is_none() {
+                println!("warning:  {} is not set (fine for local servers without auth)", model.api_key_env);
+            }
+        }
+    }
+    if home.join("SOUL.md").exists() {
+        println!("soul:     SOUL.md found");
+    }
+    match runtime::open_store(home, &cfg) {
+        Ok(s) => match s.list_entries(1).await {
+            Ok(_) => println!("store:    {} ok", s.kind()),
+            Err(e) => problems.push(format!("store is not readable: {e}")),
+        },
+        Err(e) => problems.push(e.to_string()),
+    }
+    let tg = &cfg.secrets;
+    if tg.telegram_bot_token.is_some() && tg.telegram_webhook_secret.is_none() {
+        problems.push("TELEGRAM_BOT_TOKEN is set but TELEGRAM_WEBHOOK_SECRET is not: the webhook would refuse every update".into());
+    }
+    if tg.telegram_bot_token.is_some() && cfg.settings.platforms.telegram.allowed_users.is_empty() && !cfg.settings.allow_all_users {
+        println!("warning:  no Telegram user is allowed (TELEGRAM_ALLOWED_USERS): everyone gets the refusal");
+    }
+    if problems.is_empty() {
+        println!("ok");
+        ExitCode::SUCCESS
+    } else {
+        for p in &problems {
+            println!("problem:  {p}");
+        }
+        ExitCode::FAILURE
+    }
+}

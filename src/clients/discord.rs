@@ -1,0 +1,50 @@
+//! Discord REST: `POST /channels/{id}/messages` with the bot token, split at 2000 characters.
+
+use crate::clients::{describe, http_client, retry_after};
+use crate::ports::{DeliveryError, Target};
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// Discord's message length limit.
+pub const LIMIT: usize = 2000;
+
+/// A Discord bot client, built once.
+pub struct DiscordClient {
+    http: reqwest::Client,
+    base: String,
+    token: SecretString,
+}
+
+impl DiscordClient {
+    /// Client for `api_base` (e.g. `https://discord.com/api/v10`).
+    pub fn new(api_base: &str, token: SecretString) -> Self {
+        Self { http: http_client(Duration::from_secs(20)), base: api_base.trim_end_matches('/').to_string(), token }
+    }
+
+    /// Sends one chunk (≤ 2000 characters). Threads are channels in Discord, so a thread id wins.
+    pub async fn send_chunk(&self, target: &Target, chunk: &str) -> Result<(), DeliveryError> {
+        let channel = target.thread_id.as_deref().unwrap_or(&target.chat_id);
+        let url = format!("{}/channels/{channel}/messages", self.base);
+        let resp = self
+            .http
+            .post(&url)
+            .header("Authorization", format!("Bot {}", self.token.expose_secret()))
+            .json(&json!({"content": chunk}))
+            .send()
+            .await
+            .map_err(|e| DeliveryError::Retryable(describe(e)))?;
+        let status = resp.status().as_u16();
+        if (200..300).contains(&status) {
+            return Ok(());
+        }
+        let header_wait = retry_after(resp.headers(), 60);
+        let v: Value = resp.json().await.unwrap_or(Value::Null);
+        let msg = v["message"].as_str().unwrap_or("no message").to_string();
+        Err(match status {
+            429 => DeliveryError::RateLimited(header_wait.or_else(|| v["retry_after"].as_f64().map(|s| s.ceil() as u64)).unwrap_or(1)),
+            s if s >= 500 => DeliveryError::Retryable(format!("discord HTTP {s}: {msg}")),
+            s => DeliveryError::Permanent(format!("discord HTTP {s}: {msg}")),
+        })
+    }
+}

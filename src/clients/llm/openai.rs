@@ -1,0 +1,165 @@
+//! OpenAI-compatible `/chat/completions` client: tool calls, timeouts, and retries with
+//! backoff on 429/5xx/timeouts that honour `Retry-After`.
+
+use crate::clients::{describe, http_client, retry_after};
+use crate::config::ModelSettings;
+use crate::core::session::{Message, Role, ToolCall};
+use crate::ports::{ChatRequest, ChatResponse, Llm, LlmError};
+use async_trait::async_trait;
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// Attempts per completion (1 + retries).
+const ATTEMPTS: u32 = 3;
+
+/// The OpenAI-compatible adapter.
+pub struct OpenAiLlm {
+    http: reqwest::Client,
+    url: String,
+    model: String,
+    key: Option<SecretString>,
+    backoff: Duration,
+}
+
+impl OpenAiLlm {
+    /// Builds the client once.
+    pub fn new(m: &ModelSettings, key: Option<SecretString>) -> Self {
+        Self {
+            http: http_client(Duration::from_secs(m.timeout_seconds)),
+            url: format!("{}/chat/completions", m.base_url.trim_end_matches('/')),
+            model: m.name.clone(),
+            key,
+            backoff: Duration::from_millis(500),
+        }
+    }
+
+    fn body(&self, req: &ChatRequest) -> Value {
+        let messages: Vec<Value> = req.messages.iter().map(wire_message).collect();
+        let mut body = json!({ "model": req.model.as_deref().unwrap_or(&self.model), "messages": messages });
+        if !req.tools.is_empty() {
+            body["tools"] = req
+                .tools
+                .iter()
+                .map(
+                    |t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}),
+                )
+                .collect();
+        }
+        body
+    }
+
+    async fn attempt(&self, body: &Value) -> Result<ChatResponse, (LlmError, Option<u64>)> {
+        let mut rq = self.http.post(&self.url).json(body);
+        if let Some(k) = &self.key {
+            rq = rq.bearer_auth(k.expose_secret());
+        }
+        let resp = rq.send().await.map_err(|e| (LlmError::Unreachable(describe(e)), Some(0)))?;
+        let status = resp.status().as_u16();
+        let wait = retry_after(resp.headers(), 30);
+        if status == 429 {
+            return Err((LlmError::RateLimited, Some(wait.unwrap_or(0))));
+        }
+        if status == 401 || status == 403 {
+            return Err((LlmError::Unauthorized(status), None));
+        }
+        let text = resp.text().await.map_err(|e| (LlmError::Unreachable(describe(e)), Some(0)))?;
+        if !(200..300).contains(&status) {
+            let detail: String = serde_json::from_str::<Value>(&text)
+                .ok()
+                .and_then(|v| v["error"]["message"].as_str().map(str::to_string))
+                .unwrap_or_else(|| text.chars().take(200).collect());
+            let retry = (status >= 500).then_some(wait.unwrap_or(0));
+            return Err((LlmError::Status { status, detail }, retry));
+        }
+        parse_response(&text).map_err(|e| (e, None))
+    }
+}
+
+fn wire_message(m: &Message) -> Value {
+    let mut v = json!({ "role": m.role.as_str(), "content": m.content });
+    if !m.tool_calls.is_empty() {
+        v["tool_calls"] = m
+            .tool_calls
+            .iter()
+            .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+            .collect();
+        if m.content.is_empty() {
+            v["content"] = Value::Null;
+        }
+    }
+    if m.role == Role::Tool {
+        v["tool_call_id"] = json!(m.tool_call_id.as_deref().unwrap_or(""));
+    }
+    v
+}
+
+/// Parses a chat-completions response body.
+pub fn parse_response(text: &str) -> Result<ChatResponse, LlmError> {
+    let v: Value = serde_json::from_str(text).map_err(|e| LlmError::BadResponse(format!("not JSON: {e}")))?;
+    let msg = v["choices"].get(0).map(|c| &c["message"]).ok_or_else(|| LlmError::BadResponse("no choices".into()))?;
+    let tool_calls = msg["tool_calls"]
+        .as_array()
+        .map(|calls| {
+            calls
+                .iter()
+                .enumerate()
+                .map(|(i, c)| ToolCall {
+                    id: c["id"].as_str().map_or_else(|| format!("call_{i}"), str::to_string),
+                    name: c["function"]["name"].as_str().unwrap_or_default().to_string(),
+                    arguments: match &c["function"]["arguments"] {
+                        Value::String(s) => s.clone(),
+                        Value::Null => "{}".into(),
+                        other => other.to_string(),
+                    },
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(ChatResponse {
+        content: msg["content"].as_str().unwrap_or_default().to_string(),
+        tool_calls,
+        input_tokens: v["usage"]["prompt_tokens"].as_u64().unwrap_or(0),
+        output_tokens: v["usage"]["completion_tokens"].as_u64().unwrap_or(0),
+    })
+}
+
+#[async_trait]
+impl Llm for OpenAiLlm {
+    fn name(&self) -> &'static str {
+        "openai"
+    }
+
+    async fn complete(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let body = self.body(req);
+        let mut last = LlmError::Unreachable("no attempt made".into());
+        for attempt in 0..ATTEMPTS {
+            match self.attempt(&body).await {
+                Ok(r) => return Ok(r),
+                Err((e, Some(wait))) if attempt + 1 < ATTEMPTS => {
+                    let backoff = self.backoff * 2u32.pow(attempt);
+                    let delay = Duration::from_secs(wait).max(backoff);
+                    tracing::warn!(error = %e, attempt = attempt + 1, delay_ms = delay.as_millis() as u64, "model call failed; retrying");
+                    tokio::time::sleep(delay).await;
+                    last = e;
+                }
+                Err((e, _)) => return Err(e),
+            }
+        }
+        Err(last)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_tool_calls_and_usage() {
+        let r = parse_response(r#"{"choices":[{"message":{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"current_time","arguments":"{}"}}]}}],"usage":{"prompt_tokens":5,"completion_tokens":2}}"#).unwrap();
+        assert_eq!(r.tool_calls[0].name, "current_time");
+        assert_eq!((r.input_tokens, r.output_tokens), (5, 2));
+        assert!(matches!(parse_response("{}"), Err(LlmError::BadResponse(_))));
+        assert!(matches!(parse_response("<html>"), Err(LlmError::BadResponse(_))));
+    }
+}

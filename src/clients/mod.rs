@@ -1,0 +1,32 @@
+//! Outbound clients (adapters of the `Llm` and `Delivery` ports). Each is built once at
+//! startup, has timeouts, and classifies failures once (retryable / permanent /
+//! unauthorized / rate-limited with retry-after).
+
+pub mod delivery;
+pub mod discord;
+pub mod llm;
+pub mod telegram;
+
+use std::time::Duration;
+
+/// A shared HTTP client with a total-request timeout. rustls only.
+pub fn http_client(timeout: Duration) -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(Duration::from_secs(10))
+        .user_agent(concat!("hermes-zero/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .unwrap_or_else(|_| reqwest::Client::new())
+}
+
+/// Seconds from a `Retry-After` header (delta-seconds form), capped at `cap`.
+pub fn retry_after(headers: &reqwest::header::HeaderMap, cap: u64) -> Option<u64> {
+    headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim().parse::<f64>().ok().map(|s| (s.ceil().max(0.0) as u64).min(cap))
+}
+
+/// Describes a transport error without its URL (URLs can carry tokens, e.g. Telegram's).
+pub fn describe(e: reqwest::Error) -> String {
+    let timeout = e.is_timeout();
+    let e = e.without_url();
+    if timeout { format!("timed out ({e})") } else { e.to_string() }
+}

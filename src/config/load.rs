@@ -1,0 +1,336 @@
+//! Loading: defaults → `config.yaml` → environment, then validation. Unknown keys are
+//! warned about; a wrong type or value is a [`ConfigError`] naming file, key and reason.
+
+use super::types::*;
+use secrecy::SecretString;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// A configuration problem: exit code 78.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file exists but could not be read.
+    #[error("{file}: cannot read: {source}")]
+    Read {
+        /// The file.
+        file: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A key has a wrong type or value.
+    #[error("{file}: key `{key}`: {reason}")]
+    Invalid {
+        /// The file (or `environment`).
+        file: String,
+        /// Dotted key path.
+        key: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// A snapshot of the process environment, read once at start (never mutated at runtime).
+#[derive(Debug, Clone, Default)]
+pub struct Env(HashMap<String, String>);
+
+impl Env {
+    /// The real environment.
+    pub fn from_process() -> Self {
+        Self(std::env::vars().collect())
+    }
+
+    /// A given environment (tests).
+    pub fn from_pairs<I: IntoIterator<Item = (K, V)>, K: Into<String>, V: Into<String>>(pairs: I) -> Self {
+        Self(pairs.into_iter().map(|(k, v)| (k.into(), v.into())).collect())
+    }
+
+    /// A non-empty value.
+    pub fn get(&self, k: &str) -> Option<&str> {
+        self.0.get(k).map(String::as_str).filter(|v| !v.trim().is_empty())
+    }
+
+    /// A non-empty value as a secret.
+    pub fn secret(&self, k: &str) -> Option<SecretString> {
+        self.get(k).map(|v| SecretString::from(v.to_string()))
+    }
+}
+
+/// Secrets, from the environment only.
+#[derive(Debug, Clone, Default)]
+pub struct Secrets {
+    /// Bearer key of the HTTP API.
+    pub api_server_key: Option<SecretString>,
+    /// Telegram bot token.
+    pub telegram_bot_token: Option<SecretString>,
+    /// Telegram webhook secret token.
+    pub telegram_webhook_secret: Option<SecretString>,
+    /// Discord bot token.
+    pub discord_bot_token: Option<SecretString>,
+    /// Discord application public key (hex).
+    pub discord_public_key: Option<String>,
+    /// Nous access token for the NAS.
+    pub nous_access_token: Option<SecretString>,
+    /// The model API key (from the variable named by `model.api_key_env`).
+    pub model_api_key: Option<SecretString>,
+}
+
+/// The loaded configuration.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// Settings after file and environment.
+    pub settings: Settings,
+    /// Secrets.
+    pub secrets: Secrets,
+    /// Parsed timezone.
+    pub tz: chrono_tz::Tz,
+    /// Human warnings (unknown keys), to be logged by the caller.
+    pub warnings: Vec<String>,
+    /// The file that was read, if any.
+    pub file: Option<PathBuf>,
+}
+
+/// Loads settings for `home`, from `config_file` (default `<home>/config.yaml`, optional).
+pub fn load_settings(home: &Path, config_file: Option<&Path>, env: &Env) -> Result<Loaded, ConfigError> {
+    let path = config_file.map_or_else(|| home.join("config.yaml"), Path::to_path_buf);
+    let explicit = config_file.is_some();
+    let (mut settings, warnings, file) = match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            let (s, w) = parse_yaml(&text, &path.display().to_string())?;
+            (s, w, Some(path))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => (Settings::default(), Vec::new(), None),
+        Err(source) => return Err(ConfigError::Read { file: path, source }),
+    };
+    apply_env(&mut settings, env)?;
+    let file_label = file.as_ref().map_or_else(|| "config".to_string(), |p| p.display().to_string());
+    let tz = validate(&settings, &file_label)?;
+    let secrets = Secrets {
+        api_server_key: env.secret("API_SERVER_KEY"),
+        telegram_bot_token: env.secret("TELEGRAM_BOT_TOKEN"),
+        telegram_webhook_secret: env.secret("TELEGRAM_WEBHOOK_SECRET"),
+        discord_bot_token: env.secret("DISCORD_BOT_TOKEN"),
+        discord_public_key: env.get("DISCORD_PUBLIC_KEY").map(str::to_string),
+        nous_access_token: env.secret("NOUS_ACCESS_TOKEN"),
+        model_api_key: env.secret(&settings.model.api_key_env),
+    };
+    Ok(Loaded { settings, secrets, tz, warnings, file })
+}
+
+/// Parses YAML text into settings, returning warnings for unknown keys.
+pub fn parse_yaml(text: &str, file: &str) -> Result<(Settings, Vec<String>), ConfigError> {
+    let invalid = |key: String, reason: String| ConfigError::Invalid { file: file.to_string(), key, reason };
+    let value: serde_json::Value = if text.trim().is_empty() {
+        serde_json::Value::Object(Default::default())
+    } else {
+        serde_norway::from_str(text).map_err(|e| invalid("(document)".into(), format!("not valid YAML: {e}")))?
+    };
+    let value = match value {
+        serde_json::Value::Null => serde_json::Value::Object(Default::default()),
+        v @ serde_json::Value::Object(_) => v,
+        _ => return Err(invalid("(document)".into(), "the top level must be a mapping".into())),
+    };
+    let mut warnings = Vec::new();
+    let known = serde_json::to_value(Settings::default()).unwrap_or_default();
+    unknown_keys(&value, &known, "", &mut warnings);
+    let mut settings: Settings = serde_path_to_error::deserialize(&value).map_err(|e| {
+        let key = e.path().to_string();
+        invalid(key, e.into_inner().to_string())
+    })?;
+    // A partly written `platforms.<name>` block must not lose the default API base.
+    let defaults = Platforms::default();
+    for (p, d) in [(&mut settings.platforms.telegram, defaults.telegram), (&mut settings.platforms.discord, defaults.discord)] {
+        if p.api_base.trim().is_empty() {
+            p.api_base = d.api_base;
+        }
+    }
+    Ok((settings, warnings))
+}
+
+/// Maps whose keys are free-form names (platforms, chat types).
+const FREE_MAPS: &[&str] = &["session_reset_by_platform", "session_reset_by_type"];
+
+fn unknown_keys(v: &serde_json::Value, known: &serde_json::Value, prefix: &str, out: &mut Vec<String>) {
+    let (serde_json::Value::Object(m), serde_json::Value::Object(k)) = (v, known) else { return };
+    for (name, child) in m {
+        let path = if prefix.is_empty() { name.clone() } else { format!("{prefix}.{name}") };
+        if FREE_MAPS.contains(&path.as_str()) {
+            continue;
+        }
+        match k.get(name) {
+            Some(kc) => unknown_keys(child, kc, &path, out),
+            None => out.push(format!("unknown config key `{path}` (ignored)")),
+        }
+    }
+}
+
+fn env_enum<T: serde::de::DeserializeOwned>(env: &Env, var: &str, slot: &mut T) -> Result<(), ConfigError> {
+    if let Some(v) = env.get(var) {
+        *slot = serde_json::from_value(serde_json::Value::String(v.trim().to_ascii_lowercase())).map_err(|_| ConfigError::Invalid {
+            file: "environment".into(),
+            key: var.into(),
+            reason: format!("unsupported value `{v}`"),
+        })?;
+    }
+    Ok(())
+}
+
+fn env_str(env: &Env, var: &str, slot: &mut String) {
+    if let Some(v) = env.get(var) {
+        *slot = v.to_string();
+    }
+}
+
+fn env_list(env: &Env, var: &str, slot: &mut Vec<String>) {
+    if let Some(v) = env.get(var) {
+        *slot = v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect();
+    }
+}
+
+fn apply_env(s: &mut Settings, env: &Env) -> Result<(), ConfigError> {
+    env_str(env, "HERMES_TIMEZONE", &mut s.timezone);
+    env_enum(env, "HERMES_STORE", &mut s.store.kind)?;
+    env_str(env, "HERMES_DYNAMODB_TABLE", &mut s.store.dynamodb_table);
+    env_str(env, "AWS_ENDPOINT_URL_DYNAMODB", &mut s.store.endpoint);
+    env_enum(env, "HERMES_MODEL_PROVIDER", &mut s.model.provider)?;
+    env_str(env, "HERMES_MODEL_BASE_URL", &mut s.model.base_url);
+    env_str(env, "HERMES_MODEL", &mut s.model.name);
+    env_list(env, "TELEGRAM_ALLOWED_USERS", &mut s.platforms.telegram.allowed_users);
+    env_str(env, "TELEGRAM_HOME_CHANNEL", &mut s.platforms.telegram.home_channel);
+    env_list(env, "DISCORD_ALLOWED_USERS", &mut s.platforms.discord.allowed_users);
+    env_str(env, "DISCORD_HOME_CHANNEL", &mut s.platforms.discord.home_channel);
+    let c = &mut s.cron.chronos;
+    env_str(env, "HERMES_CHRONOS_PORTAL_URL", &mut c.portal_url);
+    env_str(env, "HERMES_CHRONOS_CALLBACK_URL", &mut c.callback_url);
+    env_str(env, "HERMES_CHRONOS_JWKS_URL", &mut c.jwks_url);
+    env_str(env, "HERMES_CHRONOS_PUBLIC_KEY_PEM", &mut c.public_key_pem);
+    env_str(env, "HERMES_CHRONOS_AUDIENCE", &mut c.expected_audience);
+    env_str(env, "HERMES_INSTANCE_ID", &mut c.instance_id);
+    Ok(())
+}
+
+fn validate(s: &Settings, file: &str) -> Result<chrono_tz::Tz, ConfigError> {
+    let bad = |key: &str, reason: String| ConfigError::Invalid { file: file.to_string(), key: key.into(), reason };
+    let tz: chrono_tz::Tz =
+        s.timezone.parse().map_err(|_| bad("timezone", format!("`{}` is not an IANA timezone such as Europe/Berlin", s.timezone)))?;
+    let policies = std::iter::once(("session_reset".to_string(), s.session_reset.clone()))
+        .chain(s.session_reset_by_platform.iter().map(|(k, o)| (format!("session_reset_by_platform.{k}"), s.session_reset.overlay(o))))
+        .chain(s.session_reset_by_type.iter().map(|(k, o)| (format!("session_reset_by_type.{k}"), s.session_reset.overlay(o))));
+    for (key, p) in policies {
+        if p.at_hour > 23 {
+            return Err(bad(&format!("{key}.at_hour"), format!("must be 0–23, got {}", p.at_hour)));
+        }
+        if p.idle_minutes == 0 {
+            return Err(bad(&format!("{key}.idle_minutes"), "must be at least 1".into()));
+        }
+    }
+    for t in s.session_reset_by_type.keys() {
+        crate::core::ids::ChatType::parse(t).map_err(|e| bad(&format!("session_reset_by_type.{t}"), e.to_string()))?;
+    }
+    let positive = [
+        ("model.max_iterations", u64::from(s.model.max_iterations)),
+        ("model.max_context_messages", s.model.max_context_messages as u64),
+        ("model.timeout_seconds", s.model.timeout_seconds),
+        ("max_queued", s.max_queued as u64),
+        ("restart_loop_threshold", u64::from(s.restart_loop_threshold)),
+        ("cron.tick_interval_seconds", s.cron.tick_interval_seconds),
+        ("cron.output_retention", s.cron.output_retention as u64),
+    ];
+    for (key, v) in positive {
+        if v == 0 {
+            return Err(bad(key, "must be at least 1".into()));
+        }
+    }
+    if s.model.provider == ModelProvider::Openai {
+        let u = &s.model.base_url;
+        if !(u.starts_with("http://") || u.starts_with("https://")) {
+            return Err(bad("model.base_url", format!("`{u}` is not an http(s) URL")));
+        }
+        if s.model.name.trim().is_empty() {
+            return Err(bad("model.name", "must name a model when provider is openai".into()));
+        }
+    }
+    if s.store.path.trim().is_empty() {
+        return Err(bad("store.path", "must not be empty".into()));
+    }
+    Ok(tz)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Settings, ConfigError> {
+        let (s, _) = parse_yaml(text, "config.yaml")?;
+        validate(&s, "config.yaml")?;
+        Ok(s)
+    }
+
+    fn err_key(text: &str) -> String {
+        match parse(text) {
+            Err(ConfigError::Invalid { key, .. }) => key,
+            other => panic!("expected invalid, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn empty_file_gives_defaults() {
+        let s = parse("").unwrap();
+        assert_eq!(s.model.provider, ModelProvider::Offline);
+        assert_eq!(s.max_queued, 32);
+        assert_eq!(s.session_reset.at_hour, 4);
+        assert_eq!(s.cron.tick_interval_seconds, 60);
+    }
+
+    #[test]
+    fn contract_example_parses() {
+        let text = "timezone: Europe/Berlin\nstore: {kind: sqlite, path: state.db}\nmodel: {provider: openai, base_url: 'http://x/v1', name: m, max_iterations: 3}\nsession_reset_by_platform: {telegram: {mode: idle, idle_minutes: 240}}\nplatforms:\n  telegram: {allowed_users: ['123'], home_channel: '-100123'}\ncron: {provider: builtin, chronos: {fire_mode: async}}\n";
+        let s = parse(text).unwrap();
+        assert_eq!(s.model.max_iterations, 3);
+        assert_eq!(s.session_reset_by_platform["telegram"].idle_minutes, Some(240));
+        assert_eq!(s.platforms.telegram.allowed_users, vec!["123"]);
+        assert_eq!(s.platforms.telegram.api_base, "https://api.telegram.org");
+        assert_eq!(s.cron.chronos.fire_mode, FireMode::Async);
+    }
+
+    #[test]
+    fn wrong_types_and_values_name_the_key() {
+        assert_eq!(err_key("model: {max_iterations: lots}"), "model.max_iterations");
+        assert_eq!(err_key("store: {kind: postgres}"), "store.kind");
+        assert_eq!(err_key("timezone: Mars/Olympus"), "timezone");
+        assert_eq!(err_key("session_reset: {at_hour: 24}"), "session_reset.at_hour");
+        assert_eq!(err_key("busy_input_mode: shout"), "busy_input_mode");
+        assert_eq!(err_key("max_queued: 0"), "max_queued");
+        assert_eq!(err_key("- a\n- b"), "(document)");
+        assert_eq!(err_key("model: {provider: openai, base_url: ftp://x}"), "model.base_url");
+        assert_eq!(err_key("session_reset_by_type: {room: {mode: idle}}"), "session_reset_by_type.room");
+    }
+
+    #[test]
+    fn unknown_keys_warn_not_fail() {
+        let (_, w) = parse_yaml("colour: blue\nmodel: {flavour: 1}\nsession_reset_by_platform: {telegram: {mode: idle}}", "c").unwrap();
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].contains("colour") && w[1].contains("model.flavour"));
+    }
+
+    #[test]
+    fn environment_overrides_file() {
+        let home = std::env::temp_dir().join(format!("hz-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(home.join("config.yaml"), "timezone: Europe/Berlin\nmodel: {name: file-model}\n").unwrap();
+        let env = Env::from_pairs([("HERMES_MODEL", "env-model"), ("TELEGRAM_ALLOWED_USERS", "1, 2"), ("API_SERVER_KEY", "k")]);
+        let l = load_settings(&home, None, &env).unwrap();
+        assert_eq!(l.settings.model.name, "env-model");
+        assert_eq!(l.settings.platforms.telegram.allowed_users, vec!["1", "2"]);
+        assert_eq!(l.tz, chrono_tz::Europe::Berlin);
+        assert!(l.secrets.api_server_key.is_some());
+        let bad = Env::from_pairs([("HERMES_STORE", "mongo")]);
+        assert!(matches!(load_settings(&home, None, &bad), Err(ConfigError::Invalid { key, .. }) if key == "HERMES_STORE"));
+        std::fs::remove_dir_all(&home).ok();
+    }
+
+    #[test]
+    fn explicit_missing_file_is_an_error() {
+        let r = load_settings(Path::new("/nonexistent"), Some(Path::new("/nonexistent/x.yaml")), &Env::default());
+        assert!(matches!(r, Err(ConfigError::Read { .. })));
+    }
+}

@@ -1,0 +1,358 @@
+//! The shape of `config.yaml` with its defaults (CONTRACT §5).
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Everything configurable, with defaults.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// IANA zone for session ids, daily resets and naive job times.
+    pub timezone: String,
+    /// Which store and where.
+    pub store: StoreSettings,
+    /// The model provider.
+    pub model: ModelSettings,
+    /// Default reset policy.
+    pub session_reset: ResetPolicy,
+    /// Per-platform reset overrides (take precedence over per-type).
+    pub session_reset_by_platform: BTreeMap<String, ResetOverride>,
+    /// Per-chat-type reset overrides.
+    pub session_reset_by_type: BTreeMap<String, ResetOverride>,
+    /// Separate sessions per user in groups without a thread.
+    pub group_sessions_per_user: bool,
+    /// Separate sessions per user in threads.
+    pub thread_sessions_per_user: bool,
+    /// What a plain message does while a turn runs.
+    pub busy_input_mode: BusyInputMode,
+    /// Cap on queued items per session.
+    pub max_queued: usize,
+    /// Seconds `serve` waits for running turns on shutdown.
+    pub restart_drain_timeout: u64,
+    /// Consecutive interruptions before a key is suspended.
+    pub restart_loop_threshold: u32,
+    /// Let every platform user talk to the agent (off: allow lists apply).
+    pub allow_all_users: bool,
+    /// Platform adapters.
+    pub platforms: Platforms,
+    /// Scheduled jobs and timers.
+    pub cron: CronSettings,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            timezone: "UTC".into(),
+            store: StoreSettings::default(),
+            model: ModelSettings::default(),
+            session_reset: ResetPolicy::default(),
+            session_reset_by_platform: BTreeMap::new(),
+            session_reset_by_type: BTreeMap::new(),
+            group_sessions_per_user: true,
+            thread_sessions_per_user: false,
+            busy_input_mode: BusyInputMode::Interrupt,
+            max_queued: 32,
+            restart_drain_timeout: 30,
+            restart_loop_threshold: 3,
+            allow_all_users: false,
+            platforms: Platforms::default(),
+            cron: CronSettings::default(),
+        }
+    }
+}
+
+/// Store kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StoreKind {
+    /// Embedded SQLite file (default).
+    Sqlite,
+    /// AWS DynamoDB (feature `aws`).
+    Dynamodb,
+}
+
+/// `store:` block.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StoreSettings {
+    /// sqlite | dynamodb.
+    pub kind: StoreKind,
+    /// SQLite file, relative to the home.
+    pub path: String,
+    /// DynamoDB table name.
+    pub dynamodb_table: String,
+    /// DynamoDB endpoint override (else `AWS_ENDPOINT_URL_DYNAMODB`).
+    pub endpoint: String,
+}
+
+impl Default for StoreSettings {
+    fn default() -> Self {
+        Self { kind: StoreKind::Sqlite, path: "state.db".into(), dynamodb_table: "hermes-zero".into(), endpoint: String::new() }
+    }
+}
+
+/// Model providers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelProvider {
+    /// Deterministic built-in answers; says how to configure a model.
+    Offline,
+    /// Any OpenAI-compatible chat-completions endpoint.
+    Openai,
+}
+
+/// `model:` block.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ModelSettings {
+    /// offline | openai.
+    pub provider: ModelProvider,
+    /// Base URL up to `/v1` (the client appends `/chat/completions`).
+    pub base_url: String,
+    /// Model name sent upstream.
+    pub name: String,
+    /// Name of the environment variable holding the API key.
+    pub api_key_env: String,
+    /// Tool-calling rounds per turn.
+    pub max_iterations: u32,
+    /// Transcript messages sent to the model (oldest trimmed first).
+    pub max_context_messages: usize,
+    /// Per-request timeout.
+    pub timeout_seconds: u64,
+}
+
+impl Default for ModelSettings {
+    fn default() -> Self {
+        Self {
+            provider: ModelProvider::Offline,
+            base_url: "https://openrouter.ai/api/v1".into(),
+            name: "nousresearch/hermes-4-70b".into(),
+            api_key_env: "OPENROUTER_API_KEY".into(),
+            max_iterations: 8,
+            max_context_messages: 200,
+            timeout_seconds: 120,
+        }
+    }
+}
+
+/// Reset modes (SPEC §1.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ResetMode {
+    /// Never by time.
+    None,
+    /// After `idle_minutes` without activity.
+    Idle,
+    /// When `at_hour:00` has passed since the last activity.
+    Daily,
+    /// Whichever comes first.
+    Both,
+}
+
+/// `session_reset:` block.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ResetPolicy {
+    /// Mode.
+    pub mode: ResetMode,
+    /// Idle threshold in minutes.
+    pub idle_minutes: u64,
+    /// Daily boundary hour (0–23).
+    pub at_hour: u32,
+    /// Tell the user after an automatic reset.
+    pub notify: bool,
+    /// Platforms never told.
+    pub notify_exclude_platforms: Vec<String>,
+}
+
+impl Default for ResetPolicy {
+    fn default() -> Self {
+        Self {
+            mode: ResetMode::None,
+            idle_minutes: 1440,
+            at_hour: 4,
+            notify: true,
+            notify_exclude_platforms: vec!["api".into(), "webhook".into()],
+        }
+    }
+}
+
+/// A partial policy laid over the default.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ResetOverride {
+    /// Mode.
+    pub mode: Option<ResetMode>,
+    /// Idle threshold.
+    pub idle_minutes: Option<u64>,
+    /// Daily hour.
+    pub at_hour: Option<u32>,
+    /// Notify.
+    pub notify: Option<bool>,
+    /// Excluded platforms.
+    pub notify_exclude_platforms: Option<Vec<String>>,
+}
+
+impl ResetPolicy {
+    /// This policy with `o`'s fields laid over it.
+    pub fn overlay(&self, o: &ResetOverride) -> Self {
+        Self {
+            mode: o.mode.unwrap_or(self.mode),
+            idle_minutes: o.idle_minutes.unwrap_or(self.idle_minutes),
+            at_hour: o.at_hour.unwrap_or(self.at_hour),
+            notify: o.notify.unwrap_or(self.notify),
+            notify_exclude_platforms: o.notify_exclude_platforms.clone().unwrap_or_else(|| self.notify_exclude_platforms.clone()),
+        }
+    }
+}
+
+/// Busy input modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BusyInputMode {
+    /// Replace the pending slot and interrupt the running turn.
+    Interrupt,
+    /// Append every message to the FIFO.
+    Queue,
+}
+
+/// `platforms:` block.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Platforms {
+    /// Telegram Bot API.
+    pub telegram: PlatformSettings,
+    /// Discord.
+    pub discord: PlatformSettings,
+}
+
+impl Default for Platforms {
+    fn default() -> Self {
+        Self {
+            telegram: PlatformSettings { api_base: "https://api.telegram.org".into(), ..PlatformSettings::default() },
+            discord: PlatformSettings { api_base: "https://discord.com/api/v10".into(), ..PlatformSettings::default() },
+        }
+    }
+}
+
+/// One platform.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PlatformSettings {
+    /// User ids allowed to talk to the agent.
+    pub allowed_users: Vec<String>,
+    /// Where `deliver: <platform>` goes.
+    pub home_channel: String,
+    /// API base URL (tests point it at a local fake).
+    pub api_base: String,
+}
+
+/// Timer providers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CronProvider {
+    /// Chronos when configured, else EventBridge on Lambda, else the built-in ticker.
+    Auto,
+    /// NAS one-shot timers.
+    Chronos,
+    /// AWS EventBridge Scheduler.
+    Eventbridge,
+    /// The in-process ticker.
+    Builtin,
+}
+
+/// `cron:` block.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CronSettings {
+    /// Provider choice.
+    pub provider: CronProvider,
+    /// jobs.json path, relative to the home.
+    pub jobs_file: String,
+    /// Ticker period.
+    pub tick_interval_seconds: u64,
+    /// Put a header on delivered job output.
+    pub wrap_response: bool,
+    /// Outputs kept per job.
+    pub output_retention: usize,
+    /// Chronos (NAS) settings.
+    pub chronos: ChronosSettings,
+    /// EventBridge Scheduler settings.
+    pub eventbridge: EventBridgeSettings,
+}
+
+impl Default for CronSettings {
+    fn default() -> Self {
+        Self {
+            provider: CronProvider::Auto,
+            jobs_file: "cron/jobs.json".into(),
+            tick_interval_seconds: 60,
+            wrap_response: true,
+            output_retention: 50,
+            chronos: ChronosSettings::default(),
+            eventbridge: EventBridgeSettings::default(),
+        }
+    }
+}
+
+/// Fire modes for `/api/cron/fire`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FireMode {
+    /// Run the job before answering (serverless).
+    Sync,
+    /// Answer 202 and run in the background (always-on hosts).
+    Async,
+}
+
+/// `cron.chronos:` block.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ChronosSettings {
+    /// NAS portal base URL.
+    pub portal_url: String,
+    /// Our `/api/cron/fire` URL as the NAS should call it.
+    pub callback_url: String,
+    /// JWKS for fire tokens.
+    pub jwks_url: String,
+    /// Pinned public key (PEM text or a path).
+    pub public_key_pem: String,
+    /// Expected `aud` (default `agent:<instance_id>`).
+    pub expected_audience: String,
+    /// This agent's instance id.
+    pub instance_id: String,
+    /// sync | async.
+    pub fire_mode: FireMode,
+}
+
+impl Default for ChronosSettings {
+    fn default() -> Self {
+        Self {
+            portal_url: String::new(),
+            callback_url: String::new(),
+            jwks_url: String::new(),
+            public_key_pem: String::new(),
+            expected_audience: String::new(),
+            instance_id: String::new(),
+            fire_mode: FireMode::Sync,
+        }
+    }
+}
+
+/// `cron.eventbridge:` block.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EventBridgeSettings {
+    /// Schedule group.
+    pub group: String,
+    /// Target (default: this function).
+    pub target_arn: String,
+    /// Role the scheduler assumes.
+    pub role_arn: String,
+}
+
+impl Default for EventBridgeSettings {
+    fn default() -> Self {
+        Self { group: "hermes-zero".into(), target_arn: String::new(), role_arn: String::new() }
+    }
+}

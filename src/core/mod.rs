@@ -1,0 +1,10 @@
+//! The pure domain: identities, session state, prompt assembly and text rules.
+//!
+//! Must not import axum, lambda_http, aws-sdk, reqwest or rusqlite: everything here is a
+//! function of its inputs (time included, passed in as a value), so it is unit- and
+//! property-tested without I/O.
+
+pub mod ids;
+pub mod prompt;
+pub mod session;
+pub mod text;

@@ -1,0 +1,222 @@
+//! Session state as the store keeps it: [`SessionEntry`] (one per key, versioned for
+//! compare-and-set), [`SessionRecord`] (one per conversation) and transcript [`Message`]s.
+//!
+//! Pure data plus small pure helpers; the store decides how it is laid out on disk.
+
+use crate::core::ids::{Origin, SessionId, SessionKey};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// A turn lease: at most one turn per session key runs at a time (SPEC §1.4).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    /// Random token of the holder; only the holder may clear the lease.
+    pub token: String,
+    /// When the turn started.
+    pub started_at: DateTime<Utc>,
+    /// When the lease counts as abandoned (interrupted turn).
+    pub expires_at: DateTime<Utc>,
+}
+
+/// Why the last automatic reset happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResetReason {
+    /// `idle_minutes` passed without activity.
+    Idle,
+    /// The daily boundary passed.
+    Daily,
+    /// The key was suspended after repeated interruptions.
+    Suspended,
+}
+
+/// The per-key record: which conversation is current, and the key's control flags.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionEntry {
+    /// The conversation place.
+    pub session_key: SessionKey,
+    /// The current conversation.
+    pub session_id: SessionId,
+    /// Where replies go.
+    pub origin: Origin,
+    /// When this key was first seen.
+    pub created_at: DateTime<Utc>,
+    /// Last activity (used by the idle and daily reset rules).
+    pub updated_at: DateTime<Utc>,
+    /// Prompt tokens used in the current session.
+    #[serde(default)]
+    pub input_tokens: u64,
+    /// Completion tokens used in the current session.
+    #[serde(default)]
+    pub output_tokens: u64,
+    /// Set by an automatic reset, consumed by the first turn of the new session.
+    #[serde(default)]
+    pub was_auto_reset: bool,
+    /// Why the automatic reset happened.
+    #[serde(default)]
+    pub auto_reset_reason: Option<ResetReason>,
+    /// Whether the reset session had any messages.
+    #[serde(default)]
+    pub reset_had_activity: bool,
+    /// Human description of the reset, for the notice (`inactive for 2h 5m`, …).
+    #[serde(default)]
+    pub reset_detail: Option<String>,
+    /// The live turn lease, if a turn is running.
+    #[serde(default)]
+    pub lease: Option<Lease>,
+    /// Interrupt-mode pending slot: the latest message that arrived while busy.
+    #[serde(default)]
+    pub pending: Option<PendingMessage>,
+    /// A running turn should stop at its next step boundary.
+    #[serde(default)]
+    pub interrupt_requested: bool,
+    /// The previous turn was interrupted and should be resumed.
+    #[serde(default)]
+    pub resume_pending: bool,
+    /// `restart_interrupted` or `shutdown_timeout`.
+    #[serde(default)]
+    pub resume_reason: Option<String>,
+    /// When `resume_pending` was last set.
+    #[serde(default)]
+    pub last_resume_marked_at: Option<DateTime<Utc>>,
+    /// Consecutive interrupted turns (loop detection).
+    #[serde(default)]
+    pub interruptions: u32,
+    /// Set after `restart_loop_threshold` consecutive interruptions.
+    #[serde(default)]
+    pub suspended: bool,
+    /// Last time a busy acknowledgement was sent (at most one per 30 s).
+    #[serde(default)]
+    pub last_ack_at: Option<DateTime<Utc>>,
+    /// Compare-and-set version; bumped by every write.
+    #[serde(default)]
+    pub version: u64,
+}
+
+/// A message parked in the pending slot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingMessage {
+    /// The text.
+    pub text: String,
+    /// Platform message id, if any.
+    pub message_id: Option<String>,
+    /// When it arrived.
+    pub at: DateTime<Utc>,
+}
+
+impl SessionEntry {
+    /// A brand-new entry for a key with a fresh session.
+    pub fn new(key: SessionKey, id: SessionId, origin: Origin, now: DateTime<Utc>) -> Self {
+        Self {
+            session_key: key,
+            session_id: id,
+            origin,
+            created_at: now,
+            updated_at: now,
+            input_tokens: 0,
+            output_tokens: 0,
+            was_auto_reset: false,
+            auto_reset_reason: None,
+            reset_had_activity: false,
+            reset_detail: None,
+            lease: None,
+            pending: None,
+            interrupt_requested: false,
+            resume_pending: false,
+            resume_reason: None,
+            last_resume_marked_at: None,
+            interruptions: 0,
+            suspended: false,
+            last_ack_at: None,
+            version: 0,
+        }
+    }
+
+    /// Whether a lease is held and not yet expired at `now`.
+    pub fn lease_live(&self, now: DateTime<Utc>) -> bool {
+        self.lease.as_ref().is_some_and(|l| l.expires_at > now)
+    }
+}
+
+/// One conversation's record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    /// The conversation.
+    pub session_id: SessionId,
+    /// Its place.
+    pub session_key: SessionKey,
+    /// Platform of the place (for listings).
+    pub platform: String,
+    /// Optional title (from `/new <title>`).
+    pub title: Option<String>,
+    /// Start.
+    pub started_at: DateTime<Utc>,
+    /// End, once ended.
+    pub ended_at: Option<DateTime<Utc>>,
+    /// Why it ended (`session_reset`, `session_switch`, …); the first reason wins.
+    pub end_reason: Option<String>,
+}
+
+/// Who wrote a transcript message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// System prompt or note.
+    System,
+    /// The user.
+    User,
+    /// The model.
+    Assistant,
+    /// A tool result.
+    Tool,
+}
+
+impl Role {
+    /// Wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::System => "system",
+            Self::User => "user",
+            Self::Assistant => "assistant",
+            Self::Tool => "tool",
+        }
+    }
+}
+
+/// A tool call the model asked for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// Call id, echoed in the tool result.
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// JSON arguments as text (as the model produced them).
+    pub arguments: String,
+}
+
+/// One transcript message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    /// Author.
+    pub role: Role,
+    /// Text (may be empty for assistant messages that only call tools).
+    pub content: String,
+    /// Tool calls made by an assistant message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// For tool results: the call answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// When it was written.
+    pub at: DateTime<Utc>,
+    /// Platform message id of an inbound user message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform_message_id: Option<String>,
+}
+
+impl Message {
+    /// A plain message.
+    pub fn text(role: Role, content: impl Into<String>, at: DateTime<Utc>) -> Self {
+        Self { role, content: content.into(), tool_calls: Vec::new(), tool_call_id: None, at, platform_message_id: None }
+    }
+}

@@ -1,0 +1,49 @@
+//! Extractors: the API bearer key, and a JSON body that turns every rejection into a JSON
+//! error (400 for bad JSON, 413 past the body limit).
+
+use crate::http::HttpState;
+use crate::http::error::ApiError;
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use secrecy::ExposeSecret;
+use serde::de::DeserializeOwned;
+use std::sync::Arc;
+
+/// Constant-time byte comparison (no early exit on the first difference).
+pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Proof that the request carried `Authorization: Bearer <API_SERVER_KEY>`.
+pub struct ApiKey;
+
+impl FromRequestParts<Arc<HttpState>> for ApiKey {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &Arc<HttpState>) -> Result<Self, ApiError> {
+        let given =
+            parts.headers.get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+        match (given, &state.api_key) {
+            (Some(g), Some(k)) if ct_eq(g.trim().as_bytes(), k.expose_secret().as_bytes()) => Ok(Self),
+            _ => Err(ApiError::unauthorized()),
+        }
+    }
+}
+
+/// A JSON body with JSON errors.
+pub struct JsonBody<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = Bytes::from_request(req, state).await.map_err(|r| {
+            let status = r.status();
+            let msg = if status == StatusCode::PAYLOAD_TOO_LARGE { "request body is larger than 1 MiB".to_string() } else { r.body_text() };
+            ApiError::new(status, msg)
+        })?;
+        serde_json::from_slice(&bytes).map(JsonBody).map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, format!("invalid JSON body: {e}")))
+    }
+}

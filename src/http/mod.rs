@@ -1,0 +1,43 @@
+//! The one router, served by `axum::serve`, by the Lambda runtime and by tests
+//! (`tower::ServiceExt::oneshot`). Owns authentication extractors, body limits and the
+//! mapping of use-case errors to HTTP; knows nothing of SQL or vendor SDKs.
+
+pub mod error;
+pub mod extract;
+mod routes;
+
+use crate::app::App;
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use secrecy::SecretString;
+use std::sync::Arc;
+
+/// Largest accepted request body (SPEC §4).
+pub const MAX_BODY: usize = 1024 * 1024;
+
+/// Shared state of every route.
+pub struct HttpState {
+    /// The use cases.
+    pub app: App,
+    /// Bearer key of `/api/*` (None: the API refuses everything).
+    pub api_key: Option<SecretString>,
+    /// Timer provider in use, for `/healthz`.
+    pub provider: String,
+}
+
+/// Builds the router.
+pub fn router(state: Arc<HttpState>) -> Router {
+    Router::new()
+        .route("/healthz", get(routes::health::healthz))
+        .route("/api/messages", post(routes::messages::post_message))
+        .route("/api/sessions", get(routes::sessions::list))
+        .route("/api/sessions/{session_id}", get(routes::sessions::show))
+        .route("/webhooks/telegram", post(routes::telegram::webhook))
+        .fallback(routes::not_found)
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .with_state(state)
+}
+
+#[cfg(test)]
+mod tests;

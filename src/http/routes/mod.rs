@@ -1,0 +1,14 @@
+//! Route handlers: parse, call one use case, map the result.
+
+pub mod health;
+pub mod messages;
+pub mod sessions;
+pub mod telegram;
+
+use crate::http::error::ApiError;
+use axum::http::StatusCode;
+
+/// 404 for unknown paths, as JSON.
+pub async fn not_found() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "not found")
+}

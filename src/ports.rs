@@ -1,0 +1,265 @@
+//! The ports: narrow traits the application needs from the world, held as `Arc<dyn Port>`.
+//!
+//! Adapters live in `store/` and `clients/`; the app in `app/` sees only these traits.
+//! Nothing here knows SQL, HTTP or AWS.
+
+use crate::core::ids::{SessionId, SessionKey};
+use crate::core::session::{Message, SessionEntry, SessionRecord, ToolCall};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::sync::Mutex;
+
+/// The source of "now". Every time rule is a pure function of this value.
+pub trait Clock: Send + Sync {
+    /// Current instant.
+    fn now(&self) -> DateTime<Utc>;
+}
+
+/// The wall clock.
+#[derive(Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now()
+    }
+}
+
+/// A clock moved by hand (tests and simulations).
+#[derive(Debug)]
+pub struct ManualClock(Mutex<DateTime<Utc>>);
+
+impl ManualClock {
+    /// Starts at `t`.
+    pub fn new(t: DateTime<Utc>) -> Self {
+        Self(Mutex::new(t))
+    }
+
+    /// Moves to `t`.
+    pub fn set(&self, t: DateTime<Utc>) {
+        *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = t;
+    }
+
+    /// Moves forward.
+    pub fn advance(&self, d: chrono::Duration) {
+        let mut g = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *g += d;
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> DateTime<Utc> {
+        *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Store failures.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A compare-and-set lost: someone else wrote first. Callers reload and retry.
+    #[error("concurrent update of {0}")]
+    Conflict(String),
+    /// The per-session queue is at its cap.
+    #[error("queue full ({0} items)")]
+    QueueFull(usize),
+    /// A stored record could not be decoded.
+    #[error("corrupt record {what}: {reason}")]
+    Corrupt {
+        /// Which record.
+        what: String,
+        /// Why.
+        reason: String,
+    },
+    /// The backend failed.
+    #[error("store backend error: {0}")]
+    Backend(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// A change to session records made in the same write as an entry update.
+#[derive(Debug, Clone)]
+pub enum SessionChange {
+    /// Create the record of a new conversation.
+    Start(SessionRecord),
+    /// End a conversation (first end reason wins).
+    End {
+        /// Which.
+        session_id: SessionId,
+        /// Why.
+        reason: String,
+        /// When.
+        at: DateTime<Utc>,
+    },
+}
+
+/// A platform message id, for deduplicating platform retries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InboundId {
+    /// Platform.
+    pub platform: String,
+    /// Chat.
+    pub chat_id: String,
+    /// Message (or update) id.
+    pub message_id: String,
+}
+
+/// What appending an inbound message did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Appended {
+    /// Stored.
+    Stored,
+    /// The inbound id was seen before; nothing was written.
+    Duplicate,
+}
+
+/// The key-value store behind every process. Each method is one atomic operation.
+#[async_trait]
+pub trait Store: Send + Sync {
+    /// `sqlite` or `dynamodb`.
+    fn kind(&self) -> &'static str;
+
+    /// The entry of a session key.
+    async fn get_entry(&self, key: &SessionKey) -> Result<Option<SessionEntry>, StoreError>;
+
+    /// Compare-and-set write: succeeds only if the stored version equals `entry.version`
+    /// (0 = must not exist yet). Applies `changes` in the same atomic write. Returns the entry
+    /// with its new version. Loses with [`StoreError::Conflict`].
+    async fn put_entry(&self, entry: &SessionEntry, changes: &[SessionChange]) -> Result<SessionEntry, StoreError>;
+
+    /// Entries, most recently updated first.
+    async fn list_entries(&self, limit: usize) -> Result<Vec<SessionEntry>, StoreError>;
+
+    /// One conversation's record.
+    async fn get_session(&self, id: &SessionId) -> Result<Option<SessionRecord>, StoreError>;
+
+    /// Conversations, newest first, optionally of one key.
+    async fn list_sessions(&self, key: Option<&SessionKey>, limit: usize) -> Result<Vec<SessionRecord>, StoreError>;
+
+    /// Appends messages in order. With `dedupe`, first records the inbound id and writes
+    /// nothing if it was already seen — both in one atomic write.
+    async fn append_messages(&self, id: &SessionId, msgs: &[Message], dedupe: Option<&InboundId>) -> Result<Appended, StoreError>;
+
+    /// The newest `limit` messages of a conversation, oldest first.
+    async fn recent_messages(&self, id: &SessionId, limit: usize) -> Result<Vec<Message>, StoreError>;
+
+    /// Number of messages in a conversation.
+    async fn count_messages(&self, id: &SessionId) -> Result<u64, StoreError>;
+
+    /// Whether an inbound id was already recorded.
+    async fn seen_inbound(&self, id: &InboundId) -> Result<bool, StoreError>;
+
+    /// A small named record (markers, heartbeats).
+    async fn get_meta(&self, key: &str) -> Result<Option<String>, StoreError>;
+
+    /// Writes a small named record.
+    async fn put_meta(&self, key: &str, value: &str) -> Result<(), StoreError>;
+
+    /// Deletes a small named record.
+    async fn delete_meta(&self, key: &str) -> Result<(), StoreError>;
+}
+
+/// A tool the model may call.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// Name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub parameters: serde_json::Value,
+}
+
+/// One model request.
+#[derive(Debug, Clone)]
+pub struct ChatRequest {
+    /// The prompt: system first, then the transcript.
+    pub messages: Vec<Message>,
+    /// Tools offered.
+    pub tools: Vec<ToolSpec>,
+    /// Per-job model override.
+    pub model: Option<String>,
+}
+
+/// One model answer.
+#[derive(Debug, Clone, Default)]
+pub struct ChatResponse {
+    /// Text (may be empty when calling tools).
+    pub content: String,
+    /// Tool calls requested.
+    pub tool_calls: Vec<ToolCall>,
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Completion tokens.
+    pub output_tokens: u64,
+}
+
+/// Model failures, classified once.
+#[derive(Debug, thiserror::Error)]
+pub enum LlmError {
+    /// Timed out or could not connect (after retries).
+    #[error("model unreachable: {0}")]
+    Unreachable(String),
+    /// 429 after retries.
+    #[error("model rate-limited")]
+    RateLimited,
+    /// 401/403.
+    #[error("model rejected the API key (HTTP {0})")]
+    Unauthorized(u16),
+    /// Other non-success status.
+    #[error("model returned HTTP {status}: {detail}")]
+    Status {
+        /// HTTP status.
+        status: u16,
+        /// Short upstream detail (never a secret).
+        detail: String,
+    },
+    /// The body was not a chat completion.
+    #[error("model answer not understood: {0}")]
+    BadResponse(String),
+}
+
+/// A chat-completions model.
+#[async_trait]
+pub trait Llm: Send + Sync {
+    /// `offline` or `openai`.
+    fn name(&self) -> &'static str;
+
+    /// One completion.
+    async fn complete(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError>;
+}
+
+/// Where a message is delivered.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Target {
+    /// Platform.
+    pub platform: String,
+    /// Chat.
+    pub chat_id: String,
+    /// Thread, if any.
+    #[serde(default)]
+    pub thread_id: Option<String>,
+}
+
+/// Delivery failures, classified once.
+#[derive(Debug, thiserror::Error)]
+pub enum DeliveryError {
+    /// No adapter or credentials for that platform.
+    #[error("platform `{0}` is not configured for delivery")]
+    NotConfigured(String),
+    /// Temporary: worth retrying.
+    #[error("delivery failed temporarily: {0}")]
+    Retryable(String),
+    /// Rate-limited, with the wait the platform asked for.
+    #[error("delivery rate-limited (retry after {0} s)")]
+    RateLimited(u64),
+    /// Permanent: retrying will not help.
+    #[error("delivery refused: {0}")]
+    Permanent(String),
+}
+
+/// Outbound messages to chat platforms.
+#[async_trait]
+pub trait Delivery: Send + Sync {
+    /// Sends `text` (split to the platform's limit by the adapter).
+    async fn send(&self, target: &Target, text: &str) -> Result<(), DeliveryError>;
+}

@@ -1,0 +1,73 @@
+//! `hermes-zero serve`: the HTTP router on a listener, graceful stop on SIGTERM/SIGINT.
+//! Takes its resources (listener, app, shutdown future) as arguments.
+
+use crate::app::App;
+use crate::http::{HttpState, router};
+use rand::Rng;
+use secrecy::SecretString;
+use std::future::Future;
+use std::path::Path;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+
+/// Returns the API key: `API_SERVER_KEY` if set, else the one in `<home>/api_key`, created
+/// (mode 0600) on first use. The key itself is never logged.
+pub fn api_key(app: &App) -> std::io::Result<SecretString> {
+    if let Some(k) = &app.cfg.secrets.api_server_key {
+        return Ok(k.clone());
+    }
+    let path = app.home.join("api_key");
+    if let Ok(k) = std::fs::read_to_string(&path)
+        && !k.trim().is_empty()
+    {
+        return Ok(SecretString::from(k.trim().to_string()));
+    }
+    let key: String = rand::rng().sample_iter(rand::distr::Alphanumeric).take(40).map(char::from).collect();
+    write_private(&path, &key)?;
+    eprintln!("API_SERVER_KEY is not set: created a random API key in {} (mode 0600)", path.display());
+    Ok(SecretString::from(key))
+}
+
+fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d)?;
+    }
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+    let mut f = opts.open(path)?;
+    f.write_all(text.as_bytes())
+}
+
+/// Resolves when SIGTERM or SIGINT arrives.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { () = ctrl_c => {}, () = term => {} }
+}
+
+/// Serves the router on `listener` until `shutdown` resolves, then finishes in-flight requests.
+pub async fn run(listener: TcpListener, app: App, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+    let key = api_key(&app)?;
+    let addr = listener.local_addr()?;
+    let state = Arc::new(HttpState { app: app.clone(), api_key: Some(key), provider: "builtin".into() });
+    tracing::info!(%addr, store = app.store.kind(), model = app.llm.name(), "hermes-zero listening");
+    println!("hermes-zero listening on http://{addr}");
+    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await?;
+    tracing::info!("hermes-zero stopped");
+    Ok(())
+}

@@ -1,0 +1,148 @@
+//! One behaviour suite every [`Store`] adapter must pass (SQLite always; DynamoDB when a
+//! local server is running). Adapters call [`run_all`] with a factory of empty stores.
+
+#![allow(clippy::unwrap_used)]
+
+use crate::core::ids::{ChatType, Origin, SessionId, SessionKey};
+use crate::core::session::{Message, Role, SessionEntry, SessionRecord};
+use crate::ports::{Appended, InboundId, SessionChange, Store, StoreError};
+use chrono::{TimeZone, Utc};
+use std::future::Future;
+use std::sync::Arc;
+
+fn entry(n: u32) -> SessionEntry {
+    let origin = Origin::new("api", &format!("c{n}"), ChatType::Dm, Some("u"), None).unwrap();
+    let key = SessionKey::derive(&origin, Default::default());
+    let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, n).unwrap();
+    SessionEntry::new(key, SessionId::generate(now, &Utc), origin, now)
+}
+
+fn record(e: &SessionEntry) -> SessionRecord {
+    SessionRecord {
+        session_id: e.session_id.clone(),
+        session_key: e.session_key.clone(),
+        platform: e.origin.platform.clone(),
+        title: None,
+        started_at: e.created_at,
+        ended_at: None,
+        end_reason: None,
+    }
+}
+
+/// Runs every single-handle check against fresh stores from `make`.
+pub async fn run_all<F, Fut>(make: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Arc<dyn Store>>,
+{
+    entry_cas(make().await).await;
+    session_records(make().await).await;
+    transcript_order_and_dedupe(make().await).await;
+    meta_round_trip(make().await).await;
+}
+
+async fn entry_cas(s: Arc<dyn Store>) {
+    let e = entry(1);
+    assert!(s.get_entry(&e.session_key).await.unwrap().is_none());
+    let v1 = s.put_entry(&e, &[SessionChange::Start(record(&e))]).await.unwrap();
+    assert_eq!(v1.version, 1);
+    // Creating again from version 0 loses.
+    assert!(matches!(s.put_entry(&e, &[]).await, Err(StoreError::Conflict(_))));
+    let mut upd = v1.clone();
+    upd.input_tokens = 7;
+    let v2 = s.put_entry(&upd, &[]).await.unwrap();
+    assert_eq!(v2.version, 2);
+    // A stale writer loses and changes nothing.
+    let mut stale = v1.clone();
+    stale.input_tokens = 99;
+    assert!(matches!(s.put_entry(&stale, &[]).await, Err(StoreError::Conflict(_))));
+    assert_eq!(s.get_entry(&e.session_key).await.unwrap().unwrap(), v2);
+    assert_eq!(s.list_entries(10).await.unwrap().len(), 1);
+}
+
+async fn session_records(s: Arc<dyn Store>) {
+    let e = entry(2);
+    let v1 = s.put_entry(&e, &[SessionChange::Start(record(&e))]).await.unwrap();
+    let at = Utc.with_ymd_and_hms(2026, 1, 2, 0, 0, 0).unwrap();
+    let end = |r: &str| SessionChange::End { session_id: e.session_id.clone(), reason: r.into(), at };
+    let v2 = s.put_entry(&v1, &[end("session_reset")]).await.unwrap();
+    s.put_entry(&v2, &[end("session_switch")]).await.unwrap();
+    let r = s.get_session(&e.session_id).await.unwrap().unwrap();
+    assert_eq!(r.end_reason.as_deref(), Some("session_reset"), "first end reason wins");
+    assert_eq!(r.ended_at, Some(at));
+    assert_eq!(s.list_sessions(Some(&e.session_key), 10).await.unwrap().len(), 1);
+    assert_eq!(s.list_sessions(None, 10).await.unwrap()[0].session_id, e.session_id);
+    // A failed CAS applies none of its changes.
+    let other = SessionId::generate(at, &Utc);
+    let mut rec = record(&e);
+    rec.session_id = other.clone();
+    assert!(s.put_entry(&v1, &[SessionChange::Start(rec)]).await.is_err());
+    assert!(s.get_session(&other).await.unwrap().is_none());
+}
+
+async fn transcript_order_and_dedupe(s: Arc<dyn Store>) {
+    let id = SessionId::generate(Utc::now(), &Utc);
+    let t = Utc::now();
+    for i in 0..30 {
+        let m = Message::text(Role::User, format!("m{i}"), t);
+        s.append_messages(&id, &[m], None).await.unwrap();
+    }
+    let batch: Vec<Message> = (30..35).map(|i| Message::text(Role::Assistant, format!("m{i}"), t)).collect();
+    s.append_messages(&id, &batch, None).await.unwrap();
+    let all = s.recent_messages(&id, 100).await.unwrap();
+    assert_eq!(all.iter().map(|m| m.content.clone()).collect::<Vec<_>>(), (0..35).map(|i| format!("m{i}")).collect::<Vec<_>>());
+    let tail = s.recent_messages(&id, 3).await.unwrap();
+    assert_eq!(tail.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(), ["m32", "m33", "m34"]);
+    assert_eq!(s.count_messages(&id).await.unwrap(), 35);
+    let d = InboundId { platform: "telegram".into(), chat_id: "1".into(), message_id: "77".into() };
+    assert!(!s.seen_inbound(&d).await.unwrap());
+    let m = Message::text(Role::User, "once", t);
+    assert_eq!(s.append_messages(&id, std::slice::from_ref(&m), Some(&d)).await.unwrap(), Appended::Stored);
+    assert_eq!(s.append_messages(&id, &[m], Some(&d)).await.unwrap(), Appended::Duplicate);
+    assert!(s.seen_inbound(&d).await.unwrap());
+    assert_eq!(s.count_messages(&id).await.unwrap(), 36);
+}
+
+async fn meta_round_trip(s: Arc<dyn Store>) {
+    assert_eq!(s.get_meta("k").await.unwrap(), None);
+    s.put_meta("k", "v1").await.unwrap();
+    s.put_meta("k", "v2").await.unwrap();
+    assert_eq!(s.get_meta("k").await.unwrap().as_deref(), Some("v2"));
+    s.delete_meta("k").await.unwrap();
+    assert_eq!(s.get_meta("k").await.unwrap(), None);
+}
+
+/// Two handles on one backing store race compare-and-set writes on one key: every
+/// increment that reports success is kept, none is lost.
+pub async fn cas_race(a: Arc<dyn Store>, b: Arc<dyn Store>) {
+    let e = entry(9);
+    a.put_entry(&e, &[]).await.unwrap();
+    let key = e.session_key.clone();
+    let mut tasks = Vec::new();
+    for (i, s) in [a.clone(), b.clone(), a.clone(), b.clone()].into_iter().enumerate() {
+        let key = key.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut wins = 0u64;
+            for _ in 0..25 {
+                loop {
+                    let mut cur = s.get_entry(&key).await.unwrap().unwrap();
+                    cur.input_tokens += 1;
+                    match s.put_entry(&cur, &[]).await {
+                        Ok(_) => break,
+                        Err(StoreError::Conflict(_)) => tokio::task::yield_now().await,
+                        Err(e) => panic!("writer {i}: {e}"),
+                    }
+                }
+                wins += 1;
+            }
+            wins
+        }));
+    }
+    let mut total = 0;
+    for t in tasks {
+        total += t.await.unwrap();
+    }
+    let fin = b.get_entry(&key).await.unwrap().unwrap();
+    assert_eq!(fin.input_tokens, total);
+    assert_eq!(fin.version, total + 1);
+}

@@ -1,0 +1,59 @@
+//! Versioned schema migrations for the SQLite store. Each step runs once, in order, inside an
+//! immediate transaction, so two processes starting on one file cannot both apply it.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+/// `(version, SQL)`; append only — never edit a released step.
+const MIGRATIONS: &[(i64, &str)] = &[(
+    1,
+    "CREATE TABLE session_entries (
+        session_key TEXT PRIMARY KEY,
+        version     INTEGER NOT NULL,
+        updated_at  INTEGER NOT NULL,
+        doc         TEXT NOT NULL
+     );
+     CREATE INDEX session_entries_updated ON session_entries(updated_at);
+     CREATE TABLE sessions (
+        session_id  TEXT PRIMARY KEY,
+        session_key TEXT NOT NULL,
+        platform    TEXT NOT NULL,
+        title       TEXT,
+        started_at  INTEGER NOT NULL,
+        ended_at    INTEGER,
+        end_reason  TEXT
+     );
+     CREATE INDEX sessions_by_key ON sessions(session_key, started_at);
+     CREATE INDEX sessions_by_start ON sessions(started_at);
+     CREATE TABLE messages (
+        session_id TEXT NOT NULL,
+        seq        INTEGER NOT NULL,
+        doc        TEXT NOT NULL,
+        PRIMARY KEY (session_id, seq)
+     ) WITHOUT ROWID;
+     CREATE TABLE inbound_seen (
+        platform   TEXT NOT NULL,
+        chat_id    TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        seen_at    INTEGER NOT NULL,
+        PRIMARY KEY (platform, chat_id, message_id)
+     ) WITHOUT ROWID;
+     CREATE TABLE meta (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+     );",
+)];
+
+/// The schema version this build writes.
+pub const CURRENT: i64 = 1;
+
+/// Applies pending migrations.
+pub fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    tx.execute_batch("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")?;
+    let have: i64 = tx.query_row("SELECT COALESCE(MAX(version), 0) FROM schema_version", [], |r| r.get(0))?;
+    for (v, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > have) {
+        tx.execute_batch(sql)?;
+        tx.execute("INSERT INTO schema_version (version) VALUES (?1)", [v])?;
+    }
+    tx.commit()
+}

@@ -1,0 +1,279 @@
+//! Shared black-box test kit: the real binary on a free port with a temp home, and fake
+//! upstreams that speak the real wire protocols (OpenAI chat completions, Telegram Bot API,
+//! Discord REST). Every wait is bounded; processes are killed by pid on drop.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value, json};
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader};
+use std::path::{Path as FsPath, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A temporary directory removed on drop.
+pub struct TempHome(pub PathBuf);
+
+impl TempHome {
+    pub fn new(tag: &str) -> Self {
+        let p = std::env::temp_dir().join(format!("hz-test-{tag}-{}-{:08x}", std::process::id(), rand::random::<u32>()));
+        std::fs::create_dir_all(&p).unwrap();
+        Self(p)
+    }
+    pub fn path(&self) -> &FsPath {
+        &self.0
+    }
+    pub fn write(&self, rel: &str, text: &str) {
+        let p = self.0.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+}
+
+impl Drop for TempHome {
+    fn drop(&mut self) {
+        std::fs::remove_dir_all(&self.0).ok();
+    }
+}
+
+/// Serves `router` on 127.0.0.1:0 in the background; returns the base URL.
+pub async fn spawn_server(router: axum::Router) -> String {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        axum::serve(l, router).await.ok();
+    });
+    format!("http://{addr}")
+}
+
+/// What the fake model answers.
+#[derive(Clone, Debug)]
+pub enum Reply {
+    /// A final text answer.
+    Text(String),
+    /// One tool call.
+    Tool { name: String, args: Value },
+    /// An HTTP error status.
+    Status(u16),
+}
+
+#[derive(Default)]
+pub struct LlmInner {
+    pub requests: Vec<Value>,
+    pub script: VecDeque<Reply>,
+    pub delay_ms: u64,
+    pub spans: Vec<(Instant, Instant)>,
+}
+
+/// A fake OpenAI-compatible `/v1/chat/completions`. Without a script it echoes the last
+/// user message as `echo: <text>`.
+#[derive(Clone)]
+pub struct FakeLlm {
+    pub url: String,
+    pub inner: Arc<Mutex<LlmInner>>,
+}
+
+impl FakeLlm {
+    pub async fn start() -> Self {
+        let inner = Arc::new(Mutex::new(LlmInner::default()));
+        let router = axum::Router::new().route("/v1/chat/completions", post(llm_handler)).with_state(inner.clone());
+        let url = spawn_server(router).await;
+        Self { url: format!("{url}/v1"), inner }
+    }
+    pub fn push(&self, r: Reply) {
+        self.inner.lock().unwrap().script.push_back(r);
+    }
+    pub fn set_delay(&self, ms: u64) {
+        self.inner.lock().unwrap().delay_ms = ms;
+    }
+    pub fn requests(&self) -> Vec<Value> {
+        self.inner.lock().unwrap().requests.clone()
+    }
+    pub fn calls(&self) -> usize {
+        self.inner.lock().unwrap().requests.len()
+    }
+}
+
+async fn llm_handler(State(inner): State<Arc<Mutex<LlmInner>>>, Json(body): Json<Value>) -> Response {
+    let start = Instant::now();
+    let (reply, delay) = {
+        let mut g = inner.lock().unwrap();
+        g.requests.push(body.clone());
+        (g.script.pop_front(), g.delay_ms)
+    };
+    if delay > 0 {
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+    }
+    inner.lock().unwrap().spans.push((start, Instant::now()));
+    let last_user = body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or("")
+        .to_string();
+    let message = match reply.unwrap_or(Reply::Text(format!("echo: {last_user}"))) {
+        Reply::Text(t) => json!({"role": "assistant", "content": t}),
+        Reply::Tool { name, args } => {
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": format!("call_{}", rand::random::<u16>()), "type": "function", "function": {"name": name, "arguments": args.to_string()}}]})
+        }
+        Reply::Status(s) => return (StatusCode::from_u16(s).unwrap(), Json(json!({"error": {"message": "fake failure"}}))).into_response(),
+    };
+    Json(json!({"id": "cmpl-1", "object": "chat.completion", "choices": [{"index": 0, "message": message, "finish_reason": "stop"}], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})).into_response()
+}
+
+/// A fake Telegram Bot API recording `sendMessage` calls.
+#[derive(Clone)]
+pub struct FakeTelegram {
+    pub url: String,
+    pub sent: Arc<Mutex<Vec<Value>>>,
+}
+
+impl FakeTelegram {
+    pub async fn start() -> Self {
+        let sent = Arc::new(Mutex::new(Vec::new()));
+        let router = axum::Router::new().route("/{bot}/sendMessage", post(tg_handler)).with_state(sent.clone());
+        Self { url: spawn_server(router).await, sent }
+    }
+    pub fn sent(&self) -> Vec<Value> {
+        self.sent.lock().unwrap().clone()
+    }
+    /// Waits (bounded) until `n` messages were sent.
+    pub async fn wait_for(&self, n: usize, secs: u64) -> Vec<Value> {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let s = self.sent();
+            if s.len() >= n || Instant::now() > deadline {
+                return s;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+async fn tg_handler(State(sent): State<Arc<Mutex<Vec<Value>>>>, Path(bot): Path<String>, Json(body): Json<Value>) -> Json<Value> {
+    let mut b = body;
+    b["_bot"] = json!(bot);
+    sent.lock().unwrap().push(b);
+    Json(json!({"ok": true, "result": {"message_id": 1}}))
+}
+
+/// The real binary, started with a temp home.
+pub struct Gateway {
+    pub child: Child,
+    pub base: String,
+    pub key: String,
+    pub http: reqwest::Client,
+}
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_hermes-zero")
+}
+
+/// A config.yaml pointing at the fakes.
+pub fn config(llm: Option<&FakeLlm>, tg: Option<&FakeTelegram>, extra: &str) -> String {
+    let mut c = String::new();
+    if let Some(l) = llm {
+        c.push_str(&format!("model:\n  provider: openai\n  base_url: {}\n  name: fake-model\n  timeout_seconds: 10\n", l.url));
+    }
+    if let Some(t) = tg {
+        c.push_str(&format!("platforms:\n  telegram:\n    api_base: {}\n    allowed_users: ['42']\n", t.url));
+    }
+    c.push_str(extra);
+    c
+}
+
+pub const API_KEY: &str = "test-key-123";
+
+impl Gateway {
+    /// Starts `serve` on a free port and waits (≤ 20 s) for its listening line.
+    pub fn start(home: &FsPath, envs: &[(&str, &str)]) -> Self {
+        let mut cmd = Command::new(bin());
+        cmd.args(["--home", home.to_str().unwrap(), "serve", "--listen", "127.0.0.1:0"])
+            .env_remove("HERMES_HOME")
+            .env("API_SERVER_KEY", API_KEY)
+            .env("TELEGRAM_BOT_TOKEN", "123:abc")
+            .env("TELEGRAM_WEBHOOK_SECRET", "tg-secret")
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("spawn hermes-zero");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(rest) = line.split("listening on ").nth(1) {
+                    tx.send(rest.trim().to_string()).ok();
+                }
+            }
+        });
+        let base = rx.recv_timeout(Duration::from_secs(20)).expect("gateway did not print its address");
+        Self { child, base, key: API_KEY.into(), http: reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap() }
+    }
+
+    pub async fn post_message(&self, body: Value) -> (u16, Value) {
+        let r = self.http.post(format!("{}/api/messages", self.base)).bearer_auth(&self.key).json(&body).send().await.unwrap();
+        let s = r.status().as_u16();
+        (s, r.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        let r = self.http.get(format!("{}{path}", self.base)).bearer_auth(&self.key).send().await.unwrap();
+        let s = r.status().as_u16();
+        (s, r.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn telegram(&self, secret: &str, update: Value) -> u16 {
+        let r = self
+            .http
+            .post(format!("{}/webhooks/telegram", self.base))
+            .header("X-Telegram-Bot-Api-Secret-Token", secret)
+            .json(&update)
+            .send()
+            .await
+            .unwrap();
+        r.status().as_u16()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGKILL and reap.
+    pub fn kill(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+
+    /// SIGTERM, then wait (bounded) for exit; returns whether it exited by itself.
+    pub fn terminate(&mut self, secs: u64) -> bool {
+        Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().ok();
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.kill();
+        false
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+pub fn tg_update(update_id: i64, message_id: i64, user: i64, chat: i64, text: &str) -> Value {
+    json!({"update_id": update_id, "message": {"message_id": message_id, "date": 0, "from": {"id": user, "is_bot": false, "first_name": "Ann"}, "chat": {"id": chat, "type": "private"}, "text": text}})
+}
