@@ -63,6 +63,9 @@ pub enum StoreError {
     /// The per-session queue is at its cap.
     #[error("queue full ({0} items)")]
     QueueFull(usize),
+    /// The inbound platform message id was already recorded; nothing was written.
+    #[error("duplicate inbound message")]
+    DuplicateInbound,
     /// A stored record could not be decoded.
     #[error("corrupt record {what}: {reason}")]
     Corrupt {
@@ -90,6 +93,30 @@ pub enum SessionChange {
         /// When.
         at: DateTime<Utc>,
     },
+    /// Re-open an ended conversation (`/resume <id>`).
+    Reopen(SessionId),
+    /// Append messages to a transcript.
+    Append {
+        /// Which conversation.
+        session_id: SessionId,
+        /// The messages, in order.
+        messages: Vec<Message>,
+    },
+    /// Record an inbound platform id; the whole write fails with
+    /// [`StoreError::DuplicateInbound`] if it was seen before.
+    Inbound(InboundId),
+}
+
+/// A message waiting in a session's FIFO for its own turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueuedItem {
+    /// The prompt.
+    pub text: String,
+    /// Platform message id, if any.
+    #[serde(default)]
+    pub message_id: Option<String>,
+    /// When it was queued.
+    pub at: DateTime<Utc>,
 }
 
 /// A platform message id, for deduplicating platform retries.
@@ -147,6 +174,25 @@ pub trait Store: Send + Sync {
 
     /// Whether an inbound id was already recorded.
     async fn seen_inbound(&self, id: &InboundId) -> Result<bool, StoreError>;
+
+    /// Appends to the key's FIFO if it holds fewer than `cap` items, recording `dedupe` in
+    /// the same write. Returns the new length; [`StoreError::QueueFull`] past the cap,
+    /// [`StoreError::DuplicateInbound`] for a seen id.
+    async fn queue_push(&self, key: &SessionKey, item: &QueuedItem, cap: usize, dedupe: Option<&InboundId>) -> Result<usize, StoreError>;
+
+    /// Moves the FIFO head into `session`'s transcript as a user message, in one write.
+    async fn queue_pop_into(&self, key: &SessionKey, session: &SessionId) -> Result<Option<QueuedItem>, StoreError>;
+
+    /// Items in the key's FIFO, oldest first.
+    async fn queue_list(&self, key: &SessionKey) -> Result<Vec<QueuedItem>, StoreError>;
+
+    /// Empties the key's FIFO; returns how many items were removed.
+    async fn queue_clear(&self, key: &SessionKey) -> Result<usize, StoreError>;
+
+    /// Keys that need attention from a sweep: leases expired before `now`, entries flagged
+    /// for a wake (pending slot, resume), and keys with queued items. With `all_leases`,
+    /// every key holding a lease (startup after an unclean exit).
+    async fn wake_candidates(&self, now: DateTime<Utc>, all_leases: bool) -> Result<Vec<SessionKey>, StoreError>;
 
     /// A small named record (markers, heartbeats).
     async fn get_meta(&self, key: &str) -> Result<Option<String>, StoreError>;

@@ -70,7 +70,6 @@ where
         prompt.extend(step);
         if stop().await {
             out.interrupted = true;
-            out.reply = "⏹ Stopped.".into();
             return Ok(out);
         }
     }

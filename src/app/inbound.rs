@@ -1,20 +1,15 @@
-//! `handle_inbound`: one chat message from any platform, end to end — allow list, dedupe,
-//! session entry, turn lease, transcript, agent turn, reply, release.
+//! `handle_inbound`: one chat message from any platform — allow list, commands, dedupe,
+//! the lazy reset check, the turn lease (or the two-level queue when busy), the turn, reply.
 
-use crate::app::agent::{self, TurnSpec};
-use crate::app::{App, AppError, tools};
+use crate::app::turns::CAS_RETRIES;
+use crate::app::{App, AppError};
+use crate::core::commands;
 use crate::core::ids::{Origin, SessionId, SessionKey};
-use crate::core::session::{Lease, Message, Role, SessionEntry, SessionRecord};
-use crate::ports::{Appended, InboundId, SessionChange, StoreError};
-use chrono::Duration;
+use crate::core::queue::{self, Route};
+use crate::core::reset;
+use crate::core::session::{Message, PendingMessage, Role, SessionEntry, SessionRecord};
+use crate::ports::{InboundId, QueuedItem, SessionChange, StoreError};
 use serde::Serialize;
-
-/// How long a turn may run before its lease counts as abandoned.
-pub const TURN_BUDGET_SECS: i64 = 600;
-/// Slack on top of the budget before another process may take the lease over.
-pub const LEASE_MARGIN_SECS: i64 = 60;
-/// Retries of a lost compare-and-set before giving up with `Contended`.
-const CAS_RETRIES: usize = 64;
 
 /// One inbound chat message, parsed at the edge.
 #[derive(Debug, Clone)]
@@ -36,7 +31,7 @@ pub struct Outcome {
     pub session_id: String,
     /// The conversation place.
     pub session_key: String,
-    /// The answer, when a turn ran now.
+    /// The answer (of the turn, or of a command).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reply: Option<String>,
     /// Notices shown before the reply (reset notices and the like).
@@ -52,13 +47,18 @@ pub struct Outcome {
     /// The sender is not on the allow list.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub refused: bool,
-    /// The session was busy (filled by the queue logic).
+    /// The queue is full; the message was not stored.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub queue_full: bool,
+    /// The session was busy and the message was stored for a later turn.
     #[serde(skip)]
     pub busy: bool,
 }
 
 /// The refusal sent to users who are not on the allow list.
 pub const REFUSAL: &str = "⛔ Sorry, this agent is private and you are not on its allow list. Ask its owner to add your user id.";
+/// Told to senders while `serve` is shutting down (their message is stored).
+pub const RESTARTING: &str = "⚠️ Gateway restarting — your message is saved and will be answered after the restart.";
 
 impl App {
     /// Whether the sender may talk to the agent (SPEC §4: deny by default on chat platforms).
@@ -71,6 +71,14 @@ impl App {
             _ => return true,
         };
         s.allow_all_users || origin.user_id.as_ref().is_some_and(|u| list.iter().any(|a| a == u))
+    }
+
+    fn inbound_id(msg: &Inbound) -> Option<InboundId> {
+        msg.message_id.as_ref().map(|m| InboundId {
+            platform: msg.origin.platform.clone(),
+            chat_id: msg.origin.chat_id.clone(),
+            message_id: m.clone(),
+        })
     }
 
     /// Handles one inbound message.
@@ -88,65 +96,209 @@ impl App {
             out.refused = true;
             return Ok(out);
         }
-        let dedupe = msg.message_id.as_ref().map(|m| InboundId {
-            platform: msg.origin.platform.clone(),
-            chat_id: msg.origin.chat_id.clone(),
-            message_id: m.clone(),
-        });
+        let dedupe = Self::inbound_id(&msg);
         if let Some(d) = &dedupe
             && self.store.seen_inbound(d).await?
         {
             out.duplicate = true;
             return Ok(out);
         }
-        let entry = match self.acquire(&msg.origin, &key).await? {
-            Ok(e) => e,
-            Err(busy) => {
-                out.session_id = busy.session_id.to_string();
-                out.busy = true;
-                return Ok(out);
+        if let Some(cmd) = commands::parse(&msg.text) {
+            return self.handle_command(cmd, &msg, &key, dedupe, out).await;
+        }
+        if !self.live.accepting() {
+            let cur = self.load_or_create(&msg.origin, &key).await?;
+            return self.store_busy(cur, &msg, dedupe, Route::Fifo, out).await;
+        }
+        for _ in 0..CAS_RETRIES {
+            let cur = self.load_or_create(&msg.origin, &key).await?;
+            if let Some(l) = &cur.lease {
+                if self.lease_abandoned(l, false) {
+                    self.mark_interrupted(&key, l).await?;
+                    continue;
+                }
+                let route = queue::route(self.cfg.settings.busy_input_mode, false);
+                return self.store_busy(cur, &msg, dedupe, route, out).await;
             }
-        };
-        out.session_id = entry.session_id.to_string();
-        let token = entry.lease.as_ref().map(|l| l.token.clone()).unwrap_or_default();
-        let mut user = Message::text(Role::User, msg.text.clone(), self.clock.now());
-        user.platform_message_id = msg.message_id.clone();
-        if self.store.append_messages(&entry.session_id, &[user], dedupe.as_ref()).await? == Appended::Duplicate {
-            self.release(&key, &token, |_| {}).await?;
-            out.duplicate = true;
+            let (mut next, mut changes) = self.plan_reset(&cur).await?;
+            let lease = self.new_lease();
+            let token = lease.token.clone();
+            next.lease = Some(lease);
+            next.origin = msg.origin.clone();
+            let mut msgs = crate::app::turns::pending_messages(&mut next);
+            let mut user = Message::text(Role::User, msg.text.clone(), self.clock.now());
+            user.platform_message_id = msg.message_id.clone();
+            msgs.push(user);
+            if let Some(d) = &dedupe {
+                changes.push(SessionChange::Inbound(d.clone()));
+            }
+            changes.push(SessionChange::Append { session_id: next.session_id.clone(), messages: msgs });
+            let entry = match self.store.put_entry(&next, &changes).await {
+                Ok(e) => e,
+                Err(StoreError::Conflict(_)) => continue,
+                Err(StoreError::DuplicateInbound) => {
+                    out.duplicate = true;
+                    return Ok(out);
+                }
+                Err(e) => return Err(e.into()),
+            };
+            out.session_id = entry.session_id.to_string();
+            self.live.register(&key, &token, &entry.origin);
+            let report = match self.one_turn(&entry).await {
+                Ok(r) => r,
+                Err(e) => {
+                    let _ = self.update_leased(&key, &token, &[], |e| e.lease = None).await;
+                    self.live.unregister(&key, &token);
+                    return Err(e);
+                }
+            };
+            // Release now when nothing else waits, so the reply leaves with the lease free;
+            // otherwise keep draining in the background.
+            self.continue_or_release(key, token).await?;
+            out.reply = Some(report.reply);
+            out.notices = report.notices;
             return Ok(out);
         }
-        let result = self.chat_turn(&entry, Vec::new()).await;
-        let (tin, tout) = result.as_ref().map_or((0, 0), |o| (o.input_tokens, o.output_tokens));
-        let now = self.clock.now();
-        self.release(&key, &token, |e| {
-            e.input_tokens += tin;
-            e.output_tokens += tout;
-            e.updated_at = now;
-        })
-        .await?;
-        match result {
-            Ok(o) => {
-                self.send_to_origin(&msg.origin, &o.reply).await;
-                out.reply = Some(o.reply);
-                Ok(out)
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "turn failed; the message is kept in the transcript");
-                self.send_to_origin(
-                    &msg.origin,
-                    "⚠️ Sorry, I couldn't reach the model just now. Your message is saved; please try again in a moment.",
-                )
-                .await;
-                Err(e)
-            }
-        }
+        Err(AppError::Contended)
     }
 
-    /// Runs one chat turn over the stored transcript.
-    pub(crate) async fn chat_turn(&self, entry: &SessionEntry, notes: Vec<String>) -> Result<agent::TurnOutput, AppError> {
-        let spec = TurnSpec { session_id: &entry.session_id, notes, tools: tools::chat_tools(), model: None, system: self.system_prompt() };
-        agent::run(self, spec, || async { false }).await
+    /// The lazy reset check on a free entry: returns the entry to write (possibly a fresh
+    /// session flagged `was_auto_reset`) and the record changes that go with it. Never resets
+    /// while stored work waits.
+    async fn plan_reset(&self, cur: &SessionEntry) -> Result<(SessionEntry, Vec<SessionChange>), AppError> {
+        let now = self.clock.now();
+        let due = if cur.suspended {
+            Some(reset::suspended())
+        } else {
+            let p = reset::policy_for(&self.cfg.settings, &cur.origin.platform, cur.origin.chat_type);
+            reset::check(&p, cur.updated_at, now, self.cfg.tz)
+        };
+        let Some(due) = due else { return Ok((cur.clone(), Vec::new())) };
+        if !cur.suspended && (!cur.pending.is_empty() || !self.store.queue_list(&cur.session_key).await?.is_empty()) {
+            return Ok((cur.clone(), Vec::new()));
+        }
+        let had_activity = self.store.count_messages(&cur.session_id).await? > 0;
+        let mut next = cur.clone();
+        next.session_id = SessionId::generate(now, &self.cfg.tz);
+        next.updated_at = now;
+        next.input_tokens = 0;
+        next.output_tokens = 0;
+        next.was_auto_reset = true;
+        next.auto_reset_reason = Some(due.reason);
+        next.reset_had_activity = had_activity;
+        next.reset_detail = Some(due.detail.clone());
+        next.suspended = false;
+        next.interruptions = 0;
+        next.resume_pending = false;
+        next.resume_reason = None;
+        tracing::info!(session_key = %cur.session_key, reason = %due.detail, "automatic session reset");
+        let rec = SessionRecord {
+            session_id: next.session_id.clone(),
+            session_key: cur.session_key.clone(),
+            platform: cur.origin.platform.clone(),
+            title: None,
+            started_at: now,
+            ended_at: None,
+            end_reason: None,
+        };
+        let changes = vec![
+            SessionChange::End { session_id: cur.session_id.clone(), reason: "session_reset".into(), at: now },
+            SessionChange::Start(rec),
+        ];
+        Ok((next, changes))
+    }
+
+    /// Stores a message that arrived while a turn runs: pending slot or FIFO, cap checked,
+    /// dedupe recorded in the same write, then (at most once per 30 s) an acknowledgement.
+    pub(crate) async fn store_busy(
+        &self,
+        mut cur: SessionEntry,
+        msg: &Inbound,
+        dedupe: Option<InboundId>,
+        route: Route,
+        mut out: Outcome,
+    ) -> Result<Outcome, AppError> {
+        let key = cur.session_key.clone();
+        let cap = self.cfg.settings.max_queued;
+        out.session_id = cur.session_id.to_string();
+        let now = self.clock.now();
+        let position = loop {
+            let fifo_len = self.store.queue_list(&key).await?.len();
+            if !queue::has_room(cap, cur.pending.len(), fifo_len) {
+                return Ok(self.refuse_full(msg, out).await);
+            }
+            let result = match route {
+                Route::Fifo => {
+                    let item = QueuedItem { text: msg.text.clone(), message_id: msg.message_id.clone(), at: now };
+                    self.store.queue_push(&key, &item, cap - cur.pending.len(), dedupe.as_ref()).await
+                }
+                Route::Slot => {
+                    let mut next = cur.clone();
+                    queue::push_slot(
+                        &mut next.pending,
+                        PendingMessage { text: msg.text.clone(), message_id: msg.message_id.clone(), at: now },
+                    );
+                    next.interrupt_requested = next.lease.is_some();
+                    let changes: Vec<SessionChange> = dedupe.iter().cloned().map(SessionChange::Inbound).collect();
+                    self.store.put_entry(&next, &changes).await.map(|e| e.pending.len())
+                }
+            };
+            match result {
+                Ok(n) => break n,
+                Err(StoreError::Conflict(_)) => {
+                    cur = self.load_or_create(&msg.origin, &key).await?;
+                }
+                Err(StoreError::QueueFull(_)) => return Ok(self.refuse_full(msg, out).await),
+                Err(StoreError::DuplicateInbound) => {
+                    out.duplicate = true;
+                    return Ok(out);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        };
+        out.queued = true;
+        out.busy = true;
+        out.position = Some(position);
+        if !self.live.accepting() {
+            self.send_to_origin(&msg.origin, RESTARTING).await;
+        } else {
+            let ack = if route == Route::Slot { queue::ACK_INTERRUPT } else { queue::ACK_QUEUE };
+            self.maybe_ack(&key, &msg.origin, ack).await?;
+            // The holder may have released between our read and our write: make sure a turn runs.
+            if self.store.get_entry(&key).await?.is_some_and(|e| e.lease.is_none()) {
+                self.kick(&key);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn refuse_full(&self, msg: &Inbound, mut out: Outcome) -> Outcome {
+        let text = queue::full_reply(self.cfg.settings.max_queued);
+        self.send_to_origin(&msg.origin, &text).await;
+        out.queue_full = true;
+        out.reply = Some(text);
+        out
+    }
+
+    /// Sends `text` if no acknowledgement went to this session in the last 30 s, recording it.
+    pub(crate) async fn maybe_ack(&self, key: &SessionKey, origin: &Origin, text: &str) -> Result<(), AppError> {
+        for _ in 0..CAS_RETRIES {
+            let Some(mut e) = self.store.get_entry(key).await? else { return Ok(()) };
+            let now = self.clock.now();
+            if !queue::ack_due(e.last_ack_at, now) {
+                return Ok(());
+            }
+            e.last_ack_at = Some(now);
+            match self.store.put_entry(&e, &[]).await {
+                Ok(_) => {
+                    self.send_to_origin(origin, text).await;
+                    return Ok(());
+                }
+                Err(StoreError::Conflict(_)) => continue,
+                Err(err) => return Err(err.into()),
+            }
+        }
+        Ok(())
     }
 
     /// Loads the key's entry, creating it (with a fresh session) on first contact.
@@ -170,49 +322,6 @@ impl App {
                 Ok(e) => return Ok(e),
                 Err(StoreError::Conflict(_)) => continue,
                 Err(e) => return Err(e.into()),
-            }
-        }
-        Err(AppError::Contended)
-    }
-
-    /// Takes the key's turn lease. `Ok(Err(entry))` means another turn holds it.
-    pub(crate) async fn acquire(&self, origin: &Origin, key: &SessionKey) -> Result<Result<SessionEntry, SessionEntry>, AppError> {
-        for _ in 0..CAS_RETRIES {
-            let cur = self.load_or_create(origin, key).await?;
-            let now = self.clock.now();
-            if cur.lease_live(now) {
-                return Ok(Err(cur));
-            }
-            let mut next = cur.clone();
-            next.origin = origin.clone();
-            next.lease = Some(Lease {
-                token: format!("{:016x}", rand::random::<u64>()),
-                started_at: now,
-                expires_at: now + Duration::seconds(TURN_BUDGET_SECS + LEASE_MARGIN_SECS),
-            });
-            match self.store.put_entry(&next, &[]).await {
-                Ok(e) => return Ok(Ok(e)),
-                Err(StoreError::Conflict(_)) => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Err(AppError::Contended)
-    }
-
-    /// Clears the lease if `token` still holds it, applying `update` in the same write.
-    pub(crate) async fn release<F: Fn(&mut SessionEntry)>(&self, key: &SessionKey, token: &str, update: F) -> Result<(), AppError> {
-        for _ in 0..CAS_RETRIES {
-            let Some(mut e) = self.store.get_entry(key).await? else { return Ok(()) };
-            if e.lease.as_ref().is_none_or(|l| l.token != token) {
-                tracing::warn!(session_key = %key, "lease was taken over before release; not clearing it");
-                return Ok(());
-            }
-            update(&mut e);
-            e.lease = None;
-            match self.store.put_entry(&e, &[]).await {
-                Ok(_) => return Ok(()),
-                Err(StoreError::Conflict(_)) => continue,
-                Err(err) => return Err(err.into()),
             }
         }
         Err(AppError::Contended)

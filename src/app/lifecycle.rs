@@ -6,8 +6,9 @@ use crate::core::session::SessionRecord;
 use crate::ports::{SessionChange, StoreError};
 
 impl App {
-    /// Ends the key's current session with `reason` and starts a new one (optionally titled).
-    /// A running turn is asked to stop. Returns the new id, or None if the key is unknown.
+    /// Ends the key's current session with `reason` and starts a new one (optionally titled),
+    /// emptying the pending slot. A running turn is asked to stop. Returns the new id, or
+    /// None if the key is unknown. (Callers that also drop the FIFO call `queue_clear`.)
     pub async fn reset_session(&self, key: &SessionKey, reason: &str, title: Option<String>) -> Result<Option<SessionId>, AppError> {
         for _ in 0..64 {
             let Some(cur) = self.store.get_entry(key).await? else { return Ok(None) };
@@ -19,7 +20,11 @@ impl App {
             next.output_tokens = 0;
             next.was_auto_reset = false;
             next.auto_reset_reason = None;
-            next.pending = None;
+            next.pending.clear();
+            next.was_auto_reset = false;
+            next.resume_pending = false;
+            next.suspended = false;
+            next.interruptions = 0;
             next.interrupt_requested = cur.lease.is_some();
             let rec = SessionRecord {
                 session_id: next.session_id.clone(),

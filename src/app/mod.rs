@@ -5,11 +5,15 @@
 //! reached through `Arc<dyn Port>`.
 
 mod agent;
+mod commands;
 mod inbound;
 mod lifecycle;
+mod recovery;
 mod tools;
+mod turns;
 
 pub use inbound::{Inbound, Outcome};
+pub use recovery::Live;
 
 use crate::config::Loaded;
 use crate::core::ids::{KeyRules, Origin};
@@ -32,6 +36,9 @@ pub struct App {
     pub delivery: Arc<dyn Delivery>,
     /// Time.
     pub clock: Arc<dyn Clock>,
+    /// This process's live state (accepting flag, running turns). Never needed for
+    /// correctness across processes: the store is the truth.
+    pub live: Arc<Live>,
 }
 
 /// Use-case failures; mapped to HTTP in `http/error.rs`.

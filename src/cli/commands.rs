@@ -107,7 +107,10 @@ async fn sessions(app: App, action: SessionsCmd) -> anyhow::Result<ExitCode> {
         SessionsCmd::Reset { key } => {
             let key = SessionKey::parse(&key)?;
             match app.reset_session(&key, "session_reset", None).await? {
-                Some(id) => println!("{key}: new session {id}"),
+                Some(id) => {
+                    let dropped = app.store.queue_clear(&key).await?;
+                    println!("{key}: new session {id} ({dropped} queued item(s) dropped)");
+                }
                 None => {
                     eprintln!("no session for {key}");
                     return Ok(ExitCode::FAILURE);

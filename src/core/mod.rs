@@ -4,7 +4,11 @@
 //! function of its inputs (time included, passed in as a value), so it is unit- and
 //! property-tested without I/O.
 
+pub mod commands;
 pub mod ids;
 pub mod prompt;
+pub mod queue;
+pub mod recovery;
+pub mod reset;
 pub mod session;
 pub mod text;

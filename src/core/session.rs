@@ -12,6 +12,10 @@ use serde::{Deserialize, Serialize};
 pub struct Lease {
     /// Random token of the holder; only the holder may clear the lease.
     pub token: String,
+    /// The holding process (`<host>:<pid>`), so a restart on the same host can tell a dead
+    /// holder from a live one.
+    #[serde(default)]
+    pub owner: String,
     /// When the turn started.
     pub started_at: DateTime<Utc>,
     /// When the lease counts as abandoned (interrupted turn).
@@ -64,9 +68,11 @@ pub struct SessionEntry {
     /// The live turn lease, if a turn is running.
     #[serde(default)]
     pub lease: Option<Lease>,
-    /// Interrupt-mode pending slot: the latest message that arrived while busy.
+    /// Interrupt-mode pending slot: messages that arrived while busy, oldest first. The last
+    /// one is the one the next turn answers; earlier (superseded) ones still reach the
+    /// transcript, in order, before that turn.
     #[serde(default)]
-    pub pending: Option<PendingMessage>,
+    pub pending: Vec<PendingMessage>,
     /// A running turn should stop at its next step boundary.
     #[serde(default)]
     pub interrupt_requested: bool,
@@ -120,7 +126,7 @@ impl SessionEntry {
             reset_had_activity: false,
             reset_detail: None,
             lease: None,
-            pending: None,
+            pending: Vec::new(),
             interrupt_requested: false,
             resume_pending: false,
             resume_reason: None,
@@ -135,6 +141,11 @@ impl SessionEntry {
     /// Whether a lease is held and not yet expired at `now`.
     pub fn lease_live(&self, now: DateTime<Utc>) -> bool {
         self.lease.as_ref().is_some_and(|l| l.expires_at > now)
+    }
+
+    /// Whether stored work waits on this entry (a sweep must wake it if no turn is running).
+    pub fn needs_wake(&self) -> bool {
+        !self.pending.is_empty() || (self.resume_pending && !self.suspended)
     }
 }
 

@@ -25,6 +25,7 @@ fn state() -> Arc<HttpState> {
         store: Arc::new(SqliteStore::in_memory().unwrap()),
         llm: Arc::new(crate::clients::llm::offline::OfflineLlm),
         clock: Arc::new(ManualClock::new(chrono::Utc::now())),
+        live: Arc::default(),
     };
     Arc::new(HttpState { app, api_key: Some(SecretString::from("k1".to_string())), provider: "builtin".into() })
 }

@@ -1,6 +1,7 @@
 //! Runtimes: wiring adapters into an [`App`] once per process, and the long-running `serve`.
 
 pub mod serve;
+pub mod ticker;
 
 use crate::app::App;
 use crate::clients::delivery::PlatformDelivery;
@@ -35,5 +36,5 @@ pub fn build_app(home: &Path, cfg: Loaded) -> Result<App, StartError> {
     let store = open_store(home, &cfg)?;
     let llm = crate::clients::llm::from_config(&cfg);
     let delivery = Arc::new(PlatformDelivery::from_config(&cfg));
-    Ok(App { cfg: Arc::new(cfg), home: home.to_path_buf(), store, llm, delivery, clock: Arc::new(SystemClock) })
+    Ok(App { cfg: Arc::new(cfg), home: home.to_path_buf(), store, llm, delivery, clock: Arc::new(SystemClock), live: Arc::default() })
 }

@@ -60,14 +60,33 @@ pub async fn shutdown_signal() {
     tokio::select! { () = ctrl_c => {}, () = term => {} }
 }
 
-/// Serves the router on `listener` until `shutdown` resolves, then finishes in-flight requests.
+/// Serves the router on `listener` until `shutdown` resolves, with the built-in ticker.
+/// On shutdown: stop taking turns, notify and mark running sessions, drain for up to
+/// `restart_drain_timeout`, and write the clean-shutdown marker only if the drain finished.
 pub async fn run(listener: TcpListener, app: App, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
     let key = api_key(&app)?;
     let addr = listener.local_addr()?;
     let state = Arc::new(HttpState { app: app.clone(), api_key: Some(key), provider: "builtin".into() });
+    app.startup_sweep().await?;
+    let ticker = tokio::spawn(super::ticker::run(app.clone()));
     tracing::info!(%addr, store = app.store.kind(), model = app.llm.name(), "hermes-zero listening");
     println!("hermes-zero listening on http://{addr}");
-    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await?;
-    tracing::info!("hermes-zero stopped");
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        axum::serve(listener, router(state))
+            .with_graceful_shutdown(async move {
+                let _ = stop_rx.await;
+            })
+            .await
+    });
+    shutdown.await;
+    tracing::info!("shutdown requested: draining running turns");
+    ticker.abort();
+    app.begin_shutdown().await;
+    let _ = stop_tx.send(());
+    let timeout = std::time::Duration::from_secs(app.cfg.settings.restart_drain_timeout);
+    let drained = app.finish_shutdown(timeout).await;
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), server).await;
+    tracing::info!(clean = drained, "hermes-zero stopped");
     Ok(())
 }

@@ -4,8 +4,8 @@
 #![allow(clippy::unwrap_used)]
 
 use crate::core::ids::{ChatType, Origin, SessionId, SessionKey};
-use crate::core::session::{Message, Role, SessionEntry, SessionRecord};
-use crate::ports::{Appended, InboundId, SessionChange, Store, StoreError};
+use crate::core::session::{Lease, Message, PendingMessage, Role, SessionEntry, SessionRecord};
+use crate::ports::{Appended, InboundId, QueuedItem, SessionChange, Store, StoreError};
 use chrono::{TimeZone, Utc};
 use std::future::Future;
 use std::sync::Arc;
@@ -39,6 +39,86 @@ where
     session_records(make().await).await;
     transcript_order_and_dedupe(make().await).await;
     meta_round_trip(make().await).await;
+    queue_fifo_cap_and_dedupe(make().await).await;
+    atomic_entry_changes(make().await).await;
+    wake_candidates(make().await).await;
+}
+
+fn item(t: &str) -> QueuedItem {
+    QueuedItem { text: t.into(), message_id: None, at: Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap() }
+}
+
+async fn queue_fifo_cap_and_dedupe(s: Arc<dyn Store>) {
+    let e = entry(3);
+    let k = &e.session_key;
+    for i in 0..3 {
+        assert_eq!(s.queue_push(k, &item(&format!("q{i}")), 3, None).await.unwrap(), i + 1);
+    }
+    assert!(matches!(s.queue_push(k, &item("q3"), 3, None).await, Err(StoreError::QueueFull(3))));
+    let d = InboundId { platform: "api".into(), chat_id: "c".into(), message_id: "m".into() };
+    let other = entry(4);
+    s.queue_push(&other.session_key, &item("x"), 3, Some(&d)).await.unwrap();
+    assert!(matches!(s.queue_push(&other.session_key, &item("x"), 3, Some(&d)).await, Err(StoreError::DuplicateInbound)));
+    assert_eq!(s.queue_list(&other.session_key).await.unwrap().len(), 1);
+    // Pops move items into the transcript, in order.
+    assert_eq!(s.queue_pop_into(k, &e.session_id).await.unwrap().unwrap().text, "q0");
+    assert_eq!(s.queue_pop_into(k, &e.session_id).await.unwrap().unwrap().text, "q1");
+    let t = s.recent_messages(&e.session_id, 10).await.unwrap();
+    assert_eq!(t.iter().map(|m| (m.role, m.content.as_str())).collect::<Vec<_>>(), [(Role::User, "q0"), (Role::User, "q1")]);
+    assert_eq!(s.queue_list(k).await.unwrap().iter().map(|i| i.text.as_str()).collect::<Vec<_>>(), ["q2"]);
+    assert_eq!(s.queue_clear(k).await.unwrap(), 1);
+    assert!(s.queue_pop_into(k, &e.session_id).await.unwrap().is_none());
+}
+
+async fn atomic_entry_changes(s: Arc<dyn Store>) {
+    let e = entry(5);
+    let v1 = s.put_entry(&e, &[SessionChange::Start(record(&e))]).await.unwrap();
+    let d = InboundId { platform: "telegram".into(), chat_id: "5".into(), message_id: "1".into() };
+    let msgs = vec![Message::text(Role::User, "a", e.created_at), Message::text(Role::User, "b", e.created_at)];
+    let append = SessionChange::Append { session_id: e.session_id.clone(), messages: msgs };
+    let v2 = s.put_entry(&v1, &[SessionChange::Inbound(d.clone()), append.clone()]).await.unwrap();
+    assert_eq!(s.count_messages(&e.session_id).await.unwrap(), 2);
+    // A repeated inbound id fails the whole write: no version bump, no messages.
+    assert!(matches!(s.put_entry(&v2, &[SessionChange::Inbound(d), append.clone()]).await, Err(StoreError::DuplicateInbound)));
+    assert_eq!(s.get_entry(&e.session_key).await.unwrap().unwrap().version, 2);
+    assert_eq!(s.count_messages(&e.session_id).await.unwrap(), 2);
+    // A lost compare-and-set appends nothing either.
+    assert!(matches!(s.put_entry(&v1, &[append]).await, Err(StoreError::Conflict(_))));
+    assert_eq!(s.count_messages(&e.session_id).await.unwrap(), 2);
+    // End then Reopen.
+    let at = e.created_at;
+    let v3 =
+        s.put_entry(&v2, &[SessionChange::End { session_id: e.session_id.clone(), reason: "session_switch".into(), at }]).await.unwrap();
+    assert!(s.get_session(&e.session_id).await.unwrap().unwrap().ended_at.is_some());
+    s.put_entry(&v3, &[SessionChange::Reopen(e.session_id.clone())]).await.unwrap();
+    assert!(s.get_session(&e.session_id).await.unwrap().unwrap().ended_at.is_none());
+}
+
+async fn wake_candidates(s: Arc<dyn Store>) {
+    let now = Utc.with_ymd_and_hms(2026, 1, 1, 12, 0, 0).unwrap();
+    let mk = |n: u32, exp: Option<i64>| {
+        let mut e = entry(n);
+        e.lease =
+            exp.map(|m| Lease { token: "t".into(), owner: "h:1".into(), started_at: now, expires_at: now + chrono::Duration::minutes(m) });
+        e
+    };
+    let expired = mk(10, Some(-1));
+    let live = mk(11, Some(5));
+    let idle = mk(12, None);
+    let mut pending = mk(13, None);
+    pending.pending.push(PendingMessage { text: "p".into(), message_id: None, at: now });
+    let queued = mk(14, None);
+    for e in [&expired, &live, &idle, &pending, &queued] {
+        s.put_entry(e, &[]).await.unwrap();
+    }
+    s.queue_push(&queued.session_key, &item("q"), 5, None).await.unwrap();
+    let mut got = s.wake_candidates(now, false).await.unwrap();
+    got.sort();
+    let mut want = vec![expired.session_key.clone(), pending.session_key.clone(), queued.session_key.clone()];
+    want.sort();
+    assert_eq!(got, want);
+    let all = s.wake_candidates(now, true).await.unwrap();
+    assert!(all.contains(&live.session_key) && !all.contains(&idle.session_key));
 }
 
 async fn entry_cas(s: Arc<dyn Store>) {

@@ -9,8 +9,8 @@ mod schema;
 
 use super::{backend, decode, encode};
 use crate::core::ids::{SessionId, SessionKey};
-use crate::core::session::{Message, SessionEntry, SessionRecord};
-use crate::ports::{Appended, InboundId, SessionChange, Store, StoreError};
+use crate::core::session::{Message, Role, SessionEntry, SessionRecord};
+use crate::ports::{Appended, InboundId, QueuedItem, SessionChange, Store, StoreError};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
@@ -91,6 +91,57 @@ fn to_record(row: RecordRow) -> Result<SessionRecord, StoreError> {
     })
 }
 
+/// Records an inbound id; `DuplicateInbound` if it was already there.
+fn record_inbound(tx: &rusqlite::Transaction<'_>, d: &InboundId, at: i64) -> Result<(), StoreError> {
+    let n = tx
+        .execute(
+            "INSERT OR IGNORE INTO inbound_seen (platform, chat_id, message_id, seen_at) VALUES (?1, ?2, ?3, ?4)",
+            params![d.platform, d.chat_id, d.message_id, at],
+        )
+        .map_err(backend)?;
+    if n == 0 { Err(StoreError::DuplicateInbound) } else { Ok(()) }
+}
+
+/// Appends encoded messages after the transcript's last sequence number.
+fn append_docs(tx: &rusqlite::Transaction<'_>, id: &str, docs: &[String]) -> Result<(), StoreError> {
+    let mut seq: i64 =
+        tx.query_row("SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?1", [id], |r| r.get(0)).map_err(backend)?;
+    let mut st = tx.prepare_cached("INSERT INTO messages (session_id, seq, doc) VALUES (?1, ?2, ?3)").map_err(backend)?;
+    for d in docs {
+        seq += 1;
+        st.execute(params![id, seq, d]).map_err(backend)?;
+    }
+    Ok(())
+}
+
+fn apply_change(tx: &rusqlite::Transaction<'_>, ch: &SessionChange) -> Result<(), StoreError> {
+    match ch {
+        SessionChange::Start(r) => {
+            tx.execute(
+                "INSERT INTO sessions (session_id, session_key, platform, title, started_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![r.session_id.as_str(), r.session_key.as_str(), r.platform, r.title, ms(r.started_at)],
+            )
+            .map_err(backend)?;
+        }
+        SessionChange::End { session_id, reason, at } => {
+            tx.execute(
+                "UPDATE sessions SET ended_at = ?2, end_reason = ?3 WHERE session_id = ?1 AND ended_at IS NULL",
+                params![session_id.as_str(), ms(*at), reason],
+            )
+            .map_err(backend)?;
+        }
+        SessionChange::Reopen(id) => {
+            tx.execute("UPDATE sessions SET ended_at = NULL, end_reason = NULL WHERE session_id = ?1", [id.as_str()]).map_err(backend)?;
+        }
+        SessionChange::Append { session_id, messages } => {
+            let docs: Vec<String> = messages.iter().map(|m| encode("message", m)).collect::<Result<_, _>>()?;
+            append_docs(tx, session_id.as_str(), &docs)?;
+        }
+        SessionChange::Inbound(d) => record_inbound(tx, d, 0)?,
+    }
+    Ok(())
+}
+
 const RECORD_COLS: &str = "session_id, session_key, platform, title, started_at, ended_at, end_reason";
 
 #[async_trait]
@@ -124,29 +175,15 @@ impl Store for SqliteStore {
                 return Err(StoreError::Conflict(key));
             }
             let doc = encode(&key, &next)?;
+            let lease_until = next.lease.as_ref().map(|l| ms(l.expires_at));
             tx.execute(
-                "INSERT INTO session_entries (session_key, version, updated_at, doc) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT(session_key) DO UPDATE SET version = ?2, updated_at = ?3, doc = ?4",
-                params![key, next.version, ms(next.updated_at), doc],
+                "INSERT INTO session_entries (session_key, version, updated_at, lease_until, needs_wake, doc) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT(session_key) DO UPDATE SET version = ?2, updated_at = ?3, lease_until = ?4, needs_wake = ?5, doc = ?6",
+                params![key, next.version, ms(next.updated_at), lease_until, next.needs_wake(), doc],
             )
             .map_err(backend)?;
             for ch in &changes {
-                match ch {
-                    SessionChange::Start(r) => {
-                        tx.execute(
-                            "INSERT INTO sessions (session_id, session_key, platform, title, started_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-                            params![r.session_id.as_str(), r.session_key.as_str(), r.platform, r.title, ms(r.started_at)],
-                        )
-                        .map_err(backend)?;
-                    }
-                    SessionChange::End { session_id, reason, at } => {
-                        tx.execute(
-                            "UPDATE sessions SET ended_at = ?2, end_reason = ?3 WHERE session_id = ?1 AND ended_at IS NULL",
-                            params![session_id.as_str(), ms(*at), reason],
-                        )
-                        .map_err(backend)?;
-                    }
-                }
+                apply_change(&tx, ch)?;
             }
             tx.commit().map_err(backend)?;
             Ok(next)
@@ -201,25 +238,12 @@ impl Store for SqliteStore {
         self.with(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
             if let Some(d) = &dedupe {
-                let n = tx
-                    .execute(
-                        "INSERT OR IGNORE INTO inbound_seen (platform, chat_id, message_id, seen_at) VALUES (?1, ?2, ?3, ?4)",
-                        params![d.platform, d.chat_id, d.message_id, at],
-                    )
-                    .map_err(backend)?;
-                if n == 0 {
-                    return Ok(Appended::Duplicate);
+                match record_inbound(&tx, d, at) {
+                    Err(StoreError::DuplicateInbound) => return Ok(Appended::Duplicate),
+                    other => other?,
                 }
             }
-            let mut seq: i64 =
-                tx.query_row("SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?1", [&id], |r| r.get(0)).map_err(backend)?;
-            {
-                let mut st = tx.prepare_cached("INSERT INTO messages (session_id, seq, doc) VALUES (?1, ?2, ?3)").map_err(backend)?;
-                for d in &docs {
-                    seq += 1;
-                    st.execute(params![id, seq, d]).map_err(backend)?;
-                }
-            }
+            append_docs(&tx, &id, &docs)?;
             tx.commit().map_err(backend)?;
             Ok(Appended::Stored)
         })
@@ -254,6 +278,89 @@ impl Store for SqliteStore {
             .optional()
             .map(|o| o.is_some())
             .map_err(backend)
+        })
+        .await
+    }
+
+    async fn queue_push(&self, key: &SessionKey, item: &QueuedItem, cap: usize, dedupe: Option<&InboundId>) -> Result<usize, StoreError> {
+        let key = key.as_str().to_string();
+        let doc = encode("queue item", item)?;
+        let dedupe = dedupe.cloned();
+        let at = ms(item.at);
+        self.with(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
+            let (n, last): (usize, i64) = tx
+                .query_row("SELECT COUNT(*), COALESCE(MAX(seq), 0) FROM queue_items WHERE session_key = ?1", [&key], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .map_err(backend)?;
+            if let Some(d) = &dedupe {
+                record_inbound(&tx, d, at)?;
+            }
+            if n >= cap {
+                return Err(StoreError::QueueFull(n));
+            }
+            tx.execute("INSERT INTO queue_items (session_key, seq, doc) VALUES (?1, ?2, ?3)", params![key, last + 1, doc])
+                .map_err(backend)?;
+            tx.commit().map_err(backend)?;
+            Ok(n + 1)
+        })
+        .await
+    }
+
+    async fn queue_pop_into(&self, key: &SessionKey, session: &SessionId) -> Result<Option<QueuedItem>, StoreError> {
+        let key = key.as_str().to_string();
+        let session = session.as_str().to_string();
+        self.with(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
+            let head: Option<(i64, String)> = tx
+                .query_row("SELECT seq, doc FROM queue_items WHERE session_key = ?1 ORDER BY seq LIMIT 1", [&key], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .optional()
+                .map_err(backend)?;
+            let Some((seq, doc)) = head else { return Ok(None) };
+            let item: QueuedItem = decode("queue item", &doc)?;
+            tx.execute("DELETE FROM queue_items WHERE session_key = ?1 AND seq = ?2", params![key, seq]).map_err(backend)?;
+            let mut msg = Message::text(Role::User, item.text.clone(), item.at);
+            msg.platform_message_id = item.message_id.clone();
+            append_docs(&tx, &session, &[encode("message", &msg)?])?;
+            tx.commit().map_err(backend)?;
+            Ok(Some(item))
+        })
+        .await
+    }
+
+    async fn queue_list(&self, key: &SessionKey) -> Result<Vec<QueuedItem>, StoreError> {
+        let key = key.as_str().to_string();
+        self.with(move |c| {
+            let mut st = c.prepare_cached("SELECT doc FROM queue_items WHERE session_key = ?1 ORDER BY seq").map_err(backend)?;
+            let rows = st.query_map([&key], |r| r.get::<_, String>(0)).map_err(backend)?;
+            rows.map(|r| r.map_err(backend).and_then(|d| decode("queue item", &d))).collect()
+        })
+        .await
+    }
+
+    async fn queue_clear(&self, key: &SessionKey) -> Result<usize, StoreError> {
+        let key = key.as_str().to_string();
+        self.with(move |c| c.execute("DELETE FROM queue_items WHERE session_key = ?1", [&key]).map_err(backend)).await
+    }
+
+    async fn wake_candidates(&self, now: DateTime<Utc>, all_leases: bool) -> Result<Vec<SessionKey>, StoreError> {
+        let until = if all_leases { i64::MAX } else { ms(now) };
+        self.with(move |c| {
+            let mut st = c
+                .prepare_cached(
+                    "SELECT session_key FROM session_entries WHERE lease_until IS NOT NULL AND lease_until <= ?1
+                     UNION SELECT session_key FROM session_entries WHERE needs_wake = 1
+                     UNION SELECT DISTINCT session_key FROM queue_items",
+                )
+                .map_err(backend)?;
+            let rows = st.query_map([until], |r| r.get::<_, String>(0)).map_err(backend)?;
+            rows.map(|r| {
+                r.map_err(backend).and_then(|k| SessionKey::parse(&k).map_err(|e| StoreError::Corrupt { what: k, reason: e.to_string() }))
+            })
+            .collect()
         })
         .await
     }

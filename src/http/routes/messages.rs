@@ -41,6 +41,10 @@ pub async fn post_message(
         Origin::new("api", &req.chat_id, chat_type, Some(&req.user_id), req.thread_id.as_deref()).map_err(|e| bad(e.to_string()))?;
     let msg = Inbound { origin, text: req.text, message_id: req.message_id.filter(|m| !m.is_empty()), user_name: req.user_name };
     let out = s.app.handle_inbound(msg).await?;
+    if out.queue_full {
+        let error = out.reply.unwrap_or_else(|| "queue full".into());
+        return Ok((StatusCode::TOO_MANY_REQUESTS, Json(json!({"error": error, "queued": false}))).into_response());
+    }
     if out.busy {
         return Ok(
             (StatusCode::ACCEPTED, Json(json!({"queued": true, "position": out.position, "session_id": out.session_id}))).into_response()

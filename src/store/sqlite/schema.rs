@@ -10,9 +10,19 @@ const MIGRATIONS: &[(i64, &str)] = &[(
         session_key TEXT PRIMARY KEY,
         version     INTEGER NOT NULL,
         updated_at  INTEGER NOT NULL,
+        lease_until INTEGER,
+        needs_wake  INTEGER NOT NULL DEFAULT 0,
         doc         TEXT NOT NULL
      );
      CREATE INDEX session_entries_updated ON session_entries(updated_at);
+     CREATE INDEX session_entries_lease ON session_entries(lease_until) WHERE lease_until IS NOT NULL;
+     CREATE INDEX session_entries_wake ON session_entries(needs_wake) WHERE needs_wake = 1;
+     CREATE TABLE queue_items (
+        session_key TEXT NOT NULL,
+        seq         INTEGER NOT NULL,
+        doc         TEXT NOT NULL,
+        PRIMARY KEY (session_key, seq)
+     ) WITHOUT ROWID;
      CREATE TABLE sessions (
         session_id  TEXT PRIMARY KEY,
         session_key TEXT NOT NULL,

@@ -1,0 +1,174 @@
+//! Session commands (SPEC §1.3): handled even while a turn runs, never sent to the model.
+
+use crate::app::inbound::{Inbound, Outcome};
+use crate::app::turns::CAS_RETRIES;
+use crate::app::{App, AppError};
+use crate::core::commands::{Cmd, HELP};
+use crate::core::ids::{SessionId, SessionKey};
+use crate::core::queue::{self, Route};
+use crate::core::reset;
+use crate::ports::{InboundId, SessionChange, StoreError};
+
+impl App {
+    /// Runs a command and replies to the origin (and in the outcome).
+    pub(crate) async fn handle_command(
+        &self,
+        cmd: Cmd,
+        msg: &Inbound,
+        key: &SessionKey,
+        dedupe: Option<InboundId>,
+        mut out: Outcome,
+    ) -> Result<Outcome, AppError> {
+        let entry = self.load_or_create(&msg.origin, key).await?;
+        out.session_id = entry.session_id.to_string();
+        if let Cmd::Queue(prompt) = &cmd {
+            if prompt.trim().is_empty() {
+                return Ok(self.command_reply(msg, out, queue::QUEUE_USAGE.into()).await);
+            }
+            let queued = Inbound { text: prompt.clone(), ..msg.clone() };
+            let res = self.store_busy(entry, &queued, dedupe, Route::Fifo, out).await?;
+            if res.duplicate || res.queue_full {
+                return Ok(res);
+            }
+            let text = queue::queued_reply(res.position.unwrap_or(1));
+            return Ok(self.command_reply(msg, res, text).await);
+        }
+        // Record the platform id so a retried command is not applied twice.
+        if let Some(d) = &dedupe
+            && self.store.append_messages(&entry.session_id, &[], Some(d)).await? == crate::ports::Appended::Duplicate
+        {
+            out.duplicate = true;
+            return Ok(out);
+        }
+        let text = match cmd {
+            Cmd::New(title) => self.cmd_new(key, title).await?,
+            Cmd::Reset => self.cmd_new(key, None).await?,
+            Cmd::Stop => self.cmd_stop(key).await?,
+            Cmd::Status => self.cmd_status(key).await?,
+            Cmd::Resume(id) => self.cmd_resume(key, id).await?,
+            Cmd::Help => HELP.to_string(),
+            Cmd::Queue(_) => String::new(),
+        };
+        if let Some(e) = self.store.get_entry(key).await? {
+            out.session_id = e.session_id.to_string();
+        }
+        Ok(self.command_reply(msg, out, text).await)
+    }
+
+    async fn command_reply(&self, msg: &Inbound, mut out: Outcome, text: String) -> Outcome {
+        self.send_to_origin(&msg.origin, &text).await;
+        out.reply = Some(text);
+        out
+    }
+
+    async fn cmd_new(&self, key: &SessionKey, title: Option<String>) -> Result<String, AppError> {
+        let id = self.reset_session(key, "session_reset", title.clone()).await?;
+        let cleared = self.store.queue_clear(key).await?;
+        let mut text = match (&id, &title) {
+            (Some(_), Some(t)) => format!("✨ New session started: {t}"),
+            _ => "✨ New session started. Conversation history cleared.".to_string(),
+        };
+        if cleared > 0 {
+            text.push_str(&format!(" ({cleared} queued item(s) dropped)"));
+        }
+        Ok(text)
+    }
+
+    async fn cmd_stop(&self, key: &SessionKey) -> Result<String, AppError> {
+        for _ in 0..CAS_RETRIES {
+            let Some(mut e) = self.store.get_entry(key).await? else { return Ok("Nothing is running.".into()) };
+            let running = e.lease_live(self.clock.now());
+            if !running && e.pending.is_empty() {
+                return Ok("Nothing is running.".into());
+            }
+            e.pending.clear();
+            e.interrupt_requested = running;
+            match self.store.put_entry(&e, &[]).await {
+                Ok(_) => {
+                    return Ok(if running { "⏹ Stopping the current task…".into() } else { "Cleared the pending message.".into() });
+                }
+                Err(StoreError::Conflict(_)) => continue,
+                Err(err) => return Err(err.into()),
+            }
+        }
+        Err(AppError::Contended)
+    }
+
+    async fn cmd_status(&self, key: &SessionKey) -> Result<String, AppError> {
+        let Some(e) = self.store.get_entry(key).await? else { return Ok("No session yet.".into()) };
+        let now = self.clock.now();
+        let msgs = self.store.count_messages(&e.session_id).await?;
+        let queued = self.store.queue_list(key).await?.len();
+        let started = self.store.get_session(&e.session_id).await?.map_or(e.created_at, |r| r.started_at);
+        let p = reset::policy_for(&self.cfg.settings, &e.origin.platform, e.origin.chat_type);
+        let policy = match p.mode {
+            crate::config::ResetMode::None => "never (manual /new only)".to_string(),
+            crate::config::ResetMode::Idle => format!("after {} min idle", p.idle_minutes),
+            crate::config::ResetMode::Daily => format!("daily at {}:00", p.at_hour),
+            crate::config::ResetMode::Both => format!("after {} min idle or daily at {}:00", p.idle_minutes, p.at_hour),
+        };
+        let mut s = format!(
+            "Session {}\nAge: {}\nMessages: {msgs}\nQueued: {queued} (+{} pending)\nRunning: {}\nReset policy: {policy}\nTokens: {} in / {} out",
+            e.session_id,
+            reset::format_idle(now - started),
+            e.pending.len(),
+            if e.lease_live(now) { "yes" } else { "no" },
+            e.input_tokens,
+            e.output_tokens
+        );
+        for line in self.status_extra(&e).await {
+            s.push('\n');
+            s.push_str(&line);
+        }
+        Ok(s)
+    }
+
+    async fn cmd_resume(&self, key: &SessionKey, id: Option<String>) -> Result<String, AppError> {
+        let Some(id) = id else {
+            let recs = self.store.list_sessions(Some(key), 10).await?;
+            let cur = self.store.get_entry(key).await?.map(|e| e.session_id);
+            let mut s = String::from("Recent sessions:");
+            for r in recs {
+                let n = self.store.count_messages(&r.session_id).await?;
+                let mark = if Some(&r.session_id) == cur.as_ref() { " (current)" } else { "" };
+                let title = r.title.map(|t| format!(" — {t}")).unwrap_or_default();
+                s.push_str(&format!("\n{}{mark}: {n} messages{title}", r.session_id));
+            }
+            s.push_str("\nUse /resume <session_id> to switch.");
+            return Ok(s);
+        };
+        let Ok(target) = SessionId::parse(&id) else { return Ok(format!("`{id}` is not a session id.")) };
+        match self.store.get_session(&target).await? {
+            Some(r) if &r.session_key == key => {}
+            _ => return Ok(format!("No session {id} in this chat. Use /resume to list them.")),
+        }
+        for _ in 0..CAS_RETRIES {
+            let Some(mut e) = self.store.get_entry(key).await? else { return Ok("No session yet.".into()) };
+            if e.session_id == target {
+                return Ok(format!("Already in session {id}."));
+            }
+            let now = self.clock.now();
+            let changes = [
+                SessionChange::End { session_id: e.session_id.clone(), reason: "session_switch".into(), at: now },
+                SessionChange::Reopen(target.clone()),
+            ];
+            e.session_id = target.clone();
+            e.updated_at = now;
+            e.interrupt_requested = e.lease.is_some();
+            match self.store.put_entry(&e, &changes).await {
+                Ok(_) => {
+                    let n = self.store.count_messages(&target).await?;
+                    return Ok(format!("↩ Resumed session {id} ({n} messages)."));
+                }
+                Err(StoreError::Conflict(_)) => continue,
+                Err(err) => return Err(err.into()),
+            }
+        }
+        Err(AppError::Contended)
+    }
+
+    /// Extra `/status` lines from other capabilities (scheduled jobs for this chat).
+    async fn status_extra(&self, _e: &crate::core::session::SessionEntry) -> Vec<String> {
+        Vec::new()
+    }
+}

@@ -1,0 +1,173 @@
+//! Restart recovery (SPEC §1.5): sweeps that find interrupted turns and stored work without a
+//! running turn, resume turns, and the clean-shutdown protocol of `serve`.
+
+use crate::app::{App, AppError};
+use crate::core::ids::{Origin, SessionKey};
+use crate::core::recovery::{self, RESTART_INTERRUPTED, RESTART_NOTICE, SHUTDOWN_TIMEOUT};
+use crate::core::session::Lease;
+use crate::ports::StoreError;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// Store record written only after a complete drain on shutdown.
+pub const CLEAN_SHUTDOWN_KEY: &str = "clean_shutdown";
+
+/// Per-process live state: whether new turns are accepted, and the turns running here.
+#[derive(Debug)]
+pub struct Live {
+    accepting: AtomicBool,
+    /// `<host>:<pid>` of this process.
+    pub owner: String,
+    running: Mutex<HashMap<SessionKey, (String, Origin)>>,
+}
+
+impl Default for Live {
+    fn default() -> Self {
+        let host = std::fs::read_to_string("/etc/hostname")
+            .ok()
+            .map(|h| h.trim().to_string())
+            .filter(|h| !h.is_empty())
+            .or_else(|| std::env::var("HOSTNAME").ok())
+            .unwrap_or_else(|| "localhost".into());
+        Self { accepting: AtomicBool::new(true), owner: recovery::owner_id(&host, std::process::id()), running: Mutex::new(HashMap::new()) }
+    }
+}
+
+impl Live {
+    /// Whether new turns may start.
+    pub fn accepting(&self) -> bool {
+        self.accepting.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn register(&self, key: &SessionKey, token: &str, origin: &Origin) {
+        self.lock().insert(key.clone(), (token.to_string(), origin.clone()));
+    }
+
+    pub(crate) fn unregister(&self, key: &SessionKey, token: &str) {
+        let mut g = self.lock();
+        if g.get(key).is_some_and(|(t, _)| t == token) {
+            g.remove(key);
+        }
+    }
+
+    /// Turns running in this process.
+    pub fn running(&self) -> Vec<(SessionKey, String, Origin)> {
+        self.lock().iter().map(|(k, (t, o))| (k.clone(), t.clone(), o.clone())).collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<SessionKey, (String, Origin)>> {
+        self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Whether a process with this pid runs on this host.
+fn pid_alive(pid: u32) -> bool {
+    let proc = std::path::Path::new("/proc");
+    if proc.is_dir() { proc.join(pid.to_string()).exists() } else { false }
+}
+
+impl App {
+    /// Whether a lease is an interrupted turn (see [`recovery::abandoned`]).
+    pub(crate) fn lease_abandoned(&self, lease: &Lease, unclean_start: bool) -> bool {
+        recovery::abandoned(lease, self.clock.now(), &self.live.owner, pid_alive, unclean_start)
+    }
+
+    /// Marks the key's interrupted turn, if its lease is still the one observed.
+    pub(crate) async fn mark_interrupted(&self, key: &SessionKey, observed: &Lease) -> Result<(), AppError> {
+        let Some(mut e) = self.store.get_entry(key).await? else { return Ok(()) };
+        if e.lease.as_ref().is_none_or(|l| l.token != observed.token) {
+            return Ok(());
+        }
+        recovery::mark_interrupted(&mut e, RESTART_INTERRUPTED, self.clock.now(), self.cfg.settings.restart_loop_threshold);
+        tracing::warn!(session_key = %key, interruptions = e.interruptions, suspended = e.suspended, "interrupted turn found");
+        match self.store.put_entry(&e, &[]).await {
+            Ok(_) | Err(StoreError::Conflict(_)) => Ok(()),
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    /// One sweep over keys that need attention: marks interrupted turns, then wakes every
+    /// key with stored work and no running turn. With `wait`, returns after those turns.
+    pub async fn sweep(&self, unclean_start: bool, wait: bool) -> Result<usize, AppError> {
+        let keys = self.store.wake_candidates(self.clock.now(), unclean_start).await?;
+        let mut tasks = Vec::new();
+        for key in keys {
+            if unclean_start
+                && let Some(e) = self.store.get_entry(&key).await?
+                && let Some(l) = e.lease.as_ref().filter(|l| self.lease_abandoned(l, true))
+            {
+                self.mark_interrupted(&key, l).await?;
+            }
+            let app = self.clone();
+            tasks.push(tokio::spawn(async move {
+                if let Err(e) = app.wake_key(&key).await {
+                    tracing::error!(session_key = %key, error = %e, "wake failed");
+                }
+            }));
+        }
+        let n = tasks.len();
+        if wait {
+            for t in tasks {
+                t.await.ok();
+            }
+        }
+        Ok(n)
+    }
+
+    /// Startup recovery of `serve`: consumes the clean-shutdown marker; without it every
+    /// lease still present counts as interrupted (unless its process is alive on this host).
+    pub async fn startup_sweep(&self) -> Result<bool, AppError> {
+        let clean = self.store.get_meta(CLEAN_SHUTDOWN_KEY).await?.is_some();
+        self.store.delete_meta(CLEAN_SHUTDOWN_KEY).await?;
+        let n = self.sweep(!clean, false).await?;
+        tracing::info!(previous_exit = if clean { "clean" } else { "unclean" }, woken = n, "startup recovery sweep");
+        Ok(clean)
+    }
+
+    /// Clean shutdown, step 1: stop taking turns, tell each chat with a running turn, and
+    /// mark those sessions `resume_pending(shutdown_timeout)` before draining.
+    pub async fn begin_shutdown(&self) {
+        self.live.accepting.store(false, Ordering::SeqCst);
+        for (key, token, origin) in self.live.running() {
+            self.send_to_origin(&origin, RESTART_NOTICE).await;
+            for _ in 0..16 {
+                let Ok(Some(mut e)) = self.store.get_entry(&key).await else { break };
+                if e.lease.as_ref().is_none_or(|l| l.token != token) {
+                    break;
+                }
+                e.resume_pending = true;
+                e.resume_reason = Some(SHUTDOWN_TIMEOUT.into());
+                e.last_resume_marked_at = Some(self.clock.now());
+                match self.store.put_entry(&e, &[]).await {
+                    Err(StoreError::Conflict(_)) => continue,
+                    Ok(_) => break,
+                    Err(err) => {
+                        tracing::error!(session_key = %key, error = %err, "could not mark session for resume");
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Clean shutdown, step 2: waits up to `timeout` for running turns; writes the
+    /// clean-shutdown marker only if they all finished. Returns whether they did.
+    pub async fn finish_shutdown(&self, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        while !self.live.running().is_empty() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let drained = self.live.running().is_empty();
+        if drained {
+            if let Err(e) = self.store.put_meta(CLEAN_SHUTDOWN_KEY, &self.clock.now().to_rfc3339()).await {
+                tracing::error!(error = %e, "could not write the clean-shutdown marker");
+                return false;
+            }
+        } else {
+            tracing::warn!(still_running = self.live.running().len(), "drain timed out; sessions stay marked for resume");
+        }
+        drained
+    }
+}

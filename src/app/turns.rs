@@ -1,0 +1,319 @@
+//! Running turns under a lease: one turn with its notes and notices, then draining the
+//! pending slot and the FIFO (slot first) until both are empty, then releasing — all with
+//! compare-and-set writes guarded by the lease token.
+
+use crate::app::agent::{self, TurnOutput, TurnSpec};
+use crate::app::{App, AppError, tools};
+use crate::core::ids::SessionKey;
+use crate::core::recovery::{self, RESUME_NOTE};
+use crate::core::reset;
+use crate::core::session::{Lease, Message, Role, SessionEntry};
+use crate::ports::{SessionChange, StoreError};
+use chrono::Duration;
+use std::time::Duration as StdDuration;
+
+/// How long one turn may run.
+pub const TURN_BUDGET_SECS: i64 = 600;
+/// Slack on top of the budget before another process may treat the lease as abandoned.
+pub const LEASE_MARGIN_SECS: i64 = 60;
+/// How long one drain may keep the lease before leaving the rest to a later wake.
+pub const DRAIN_BUDGET_SECS: u64 = 900;
+/// Retries of a lost compare-and-set.
+pub(crate) const CAS_RETRIES: usize = 64;
+
+/// The first turn's result, for callers that answer inline (the HTTP API).
+#[derive(Debug, Default)]
+pub struct TurnReport {
+    /// The reply.
+    pub reply: String,
+    /// Notices shown before it.
+    pub notices: Vec<String>,
+}
+
+/// What a drain step found.
+enum Next {
+    /// Another turn to run (its input is already in the transcript).
+    Turn(Box<SessionEntry>),
+    /// Nothing left; the lease is released.
+    Done,
+}
+
+impl App {
+    /// A fresh lease owned by this process.
+    pub(crate) fn new_lease(&self) -> Lease {
+        let now = self.clock.now();
+        Lease {
+            token: format!("{:016x}", rand::random::<u64>()),
+            owner: self.live.owner.clone(),
+            started_at: now,
+            expires_at: now + Duration::seconds(TURN_BUDGET_SECS + LEASE_MARGIN_SECS),
+        }
+    }
+
+    /// Applies `f` to the entry if `token` still holds its lease (compare-and-set, retried).
+    /// Returns None when the lease was lost.
+    pub(crate) async fn update_leased<F>(
+        &self,
+        key: &SessionKey,
+        token: &str,
+        changes: &[SessionChange],
+        f: F,
+    ) -> Result<Option<SessionEntry>, AppError>
+    where
+        F: Fn(&mut SessionEntry),
+    {
+        for _ in 0..CAS_RETRIES {
+            let Some(mut e) = self.store.get_entry(key).await? else { return Ok(None) };
+            if e.lease.as_ref().is_none_or(|l| l.token != token) {
+                tracing::warn!(session_key = %key, "lease lost (taken over or cleared)");
+                return Ok(None);
+            }
+            f(&mut e);
+            match self.store.put_entry(&e, changes).await {
+                Ok(e) => return Ok(Some(e)),
+                Err(StoreError::Conflict(_)) => continue,
+                Err(err) => return Err(err.into()),
+            }
+        }
+        Err(AppError::Contended)
+    }
+
+    /// Runs one turn for a leased entry whose input is already in the transcript: notes and
+    /// notices for resets and resumes, the agent loop within its budget, the success update,
+    /// and delivery to the origin.
+    pub(crate) async fn one_turn(&self, entry: &SessionEntry) -> Result<TurnReport, AppError> {
+        let key = &entry.session_key;
+        let token = entry.lease.as_ref().map(|l| l.token.clone()).unwrap_or_default();
+        let mut notes = Vec::new();
+        let mut notices = Vec::new();
+        if entry.was_auto_reset {
+            let detail = entry.reset_detail.clone().unwrap_or_default();
+            notes.push(reset::system_note(&detail));
+            let policy = reset::policy_for(&self.cfg.settings, &entry.origin.platform, entry.origin.chat_type);
+            let reason = entry.auto_reset_reason.unwrap_or(crate::core::session::ResetReason::Idle);
+            if reset::should_notify(&policy, reason, entry.reset_had_activity, &entry.origin.platform) {
+                notices.push(reset::notice(&detail));
+            }
+        }
+        if entry.resume_pending {
+            notes.push(RESUME_NOTE.to_string());
+        }
+        for n in &notices {
+            self.send_to_origin(&entry.origin, n).await;
+        }
+        let spec = TurnSpec { session_id: &entry.session_id, notes, tools: tools::chat_tools(), model: None, system: self.system_prompt() };
+        let stop = || async { self.store.get_entry(key).await.ok().flatten().is_some_and(|e| e.interrupt_requested) };
+        let budget = StdDuration::from_secs(TURN_BUDGET_SECS as u64);
+        let result = match tokio::time::timeout(budget, agent::run(self, spec, stop)).await {
+            Ok(r) => r,
+            Err(_) => {
+                Ok(TurnOutput { reply: "⏱ That took too long; I stopped. Please try a smaller request.".into(), ..TurnOutput::default() })
+            }
+        };
+        match result {
+            Ok(out) => {
+                let now = self.clock.now();
+                self.update_leased(key, &token, &[], |e| {
+                    e.input_tokens += out.input_tokens;
+                    e.output_tokens += out.output_tokens;
+                    e.updated_at = now;
+                    e.was_auto_reset = false;
+                    e.resume_pending = false;
+                    e.resume_reason = None;
+                    e.interruptions = 0;
+                    e.interrupt_requested = false;
+                })
+                .await?;
+                if !out.interrupted {
+                    self.send_to_origin(&entry.origin, &out.reply).await;
+                }
+                Ok(TurnReport { reply: out.reply, notices })
+            }
+            Err(e) => {
+                tracing::error!(session_key = %key, error = %e, "turn failed; its input stays in the transcript");
+                self.send_to_origin(
+                    &entry.origin,
+                    "⚠️ Sorry, I couldn't reach the model just now. Your message is saved; please try again in a moment.",
+                )
+                .await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Takes the next work under the lease (slot first, then FIFO head), or releases it.
+    async fn take_next(&self, key: &SessionKey, token: &str) -> Result<Next, AppError> {
+        for _ in 0..CAS_RETRIES {
+            let Some(e) = self.store.get_entry(key).await? else { return Ok(Next::Done) };
+            if e.lease.as_ref().is_none_or(|l| l.token != token) {
+                return Ok(Next::Done);
+            }
+            let mut next = e.clone();
+            next.lease = Some(Lease { token: token.to_string(), ..self.new_lease() });
+            next.interrupt_requested = false;
+            if !self.live.accepting() {
+                next.lease = None;
+            } else if !e.pending.is_empty() {
+                let msgs = pending_messages(&mut next);
+                match self.store.put_entry(&next, &[SessionChange::Append { session_id: e.session_id.clone(), messages: msgs }]).await {
+                    Ok(n) => return Ok(Next::Turn(Box::new(n))),
+                    Err(StoreError::Conflict(_)) => continue,
+                    Err(err) => return Err(err.into()),
+                }
+            } else if self.store.queue_pop_into(key, &e.session_id).await?.is_some() {
+                return match self.store.put_entry(&next, &[]).await {
+                    Ok(n) => Ok(Next::Turn(Box::new(n))),
+                    // The item is in the transcript already; run it with the entry as it is now.
+                    Err(StoreError::Conflict(_)) => Ok(self.store.get_entry(key).await?.map_or(Next::Done, |e| Next::Turn(Box::new(e)))),
+                    Err(err) => Err(err.into()),
+                };
+            } else {
+                next.lease = None;
+            }
+            match self.store.put_entry(&next, &[]).await {
+                Ok(_) => return Ok(Next::Done),
+                Err(StoreError::Conflict(_)) => continue,
+                Err(err) => return Err(err.into()),
+            }
+        }
+        Err(AppError::Contended)
+    }
+
+    /// After a turn answered inline: releases the lease if nothing waits, else runs the next
+    /// turn and the rest of the drain in the background.
+    pub(crate) async fn continue_or_release(&self, key: SessionKey, token: String) -> Result<(), AppError> {
+        match self.take_next(&key, &token).await {
+            Ok(Next::Done) => {
+                self.live.unregister(&key, &token);
+                if self.live.accepting() && !self.store.queue_list(&key).await?.is_empty() {
+                    self.kick(&key);
+                }
+                Ok(())
+            }
+            Ok(Next::Turn(e)) => {
+                let app = self.clone();
+                tokio::spawn(async move {
+                    if app.one_turn(&e).await.is_err() {
+                        let _ = app.update_leased(&key, &token, &[], |e| e.lease = None).await;
+                        app.live.unregister(&key, &token);
+                    } else {
+                        app.drain(key, token).await;
+                    }
+                });
+                Ok(())
+            }
+            Err(e) => {
+                self.live.unregister(&key, &token);
+                Err(e)
+            }
+        }
+    }
+
+    /// Drains the key's stored work under the lease, then releases it. If items arrived in
+    /// the FIFO just after the release, wakes the key again so nothing waits for a sweep.
+    pub(crate) async fn drain(&self, key: SessionKey, token: String) {
+        let started = tokio::time::Instant::now();
+        loop {
+            if started.elapsed() > StdDuration::from_secs(DRAIN_BUDGET_SECS) {
+                // Leave the rest for the next sweep; the lease is released so it can run.
+                let _ = self.update_leased(&key, &token, &[], |e| e.lease = None).await;
+                break;
+            }
+            match self.take_next(&key, &token).await {
+                Ok(Next::Turn(e)) => {
+                    if self.one_turn(&e).await.is_err() {
+                        let _ = self.update_leased(&key, &token, &[], |e| e.lease = None).await;
+                        break;
+                    }
+                }
+                Ok(Next::Done) => break,
+                Err(e) => {
+                    tracing::error!(session_key = %key, error = %e, "drain failed; the lease will expire and a sweep will resume");
+                    break;
+                }
+            }
+        }
+        self.live.unregister(&key, &token);
+        if self.live.accepting() && self.store.queue_list(&key).await.is_ok_and(|q| !q.is_empty()) {
+            self.kick(&key);
+        }
+    }
+
+    /// Wakes a key in the background (see [`App::wake_key`]).
+    pub(crate) fn kick(&self, key: &SessionKey) {
+        let app = self.clone();
+        let key = key.clone();
+        tokio::spawn(async move {
+            if let Err(e) = app.wake_key(&key).await {
+                tracing::error!(session_key = %key, error = %e, "wake failed");
+            }
+        });
+    }
+
+    /// Runs stored work of a key that has no running turn: a due resume turn, pending slot
+    /// messages, queued items. No-op when a live turn holds the lease.
+    pub async fn wake_key(&self, key: &SessionKey) -> Result<(), AppError> {
+        if !self.live.accepting() {
+            return Ok(());
+        }
+        for _ in 0..CAS_RETRIES {
+            let Some(cur) = self.store.get_entry(key).await? else { return Ok(()) };
+            let now = self.clock.now();
+            if let Some(l) = &cur.lease {
+                if self.lease_abandoned(l, false) {
+                    self.mark_interrupted(key, l).await?;
+                    continue;
+                }
+                return Ok(());
+            }
+            let mut next = cur.clone();
+            if recovery::resume_expired(&cur, now) {
+                tracing::warn!(session_key = %key, "resume mark is older than an hour; not resuming");
+                next.resume_pending = false;
+                next.resume_reason = None;
+                match self.store.put_entry(&next, &[]).await {
+                    Ok(_) | Err(StoreError::Conflict(_)) => continue,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            let resume = recovery::resume_due(&cur, now);
+            let queued = !self.store.queue_list(key).await?.is_empty();
+            if !resume && cur.pending.is_empty() && !queued {
+                return Ok(());
+            }
+            let lease = self.new_lease();
+            let token = lease.token.clone();
+            next.lease = Some(lease);
+            let msgs = pending_messages(&mut next);
+            let first_turn = resume || !msgs.is_empty();
+            let changes =
+                if msgs.is_empty() { vec![] } else { vec![SessionChange::Append { session_id: cur.session_id.clone(), messages: msgs }] };
+            let entry = match self.store.put_entry(&next, &changes).await {
+                Ok(e) => e,
+                Err(StoreError::Conflict(_)) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            self.live.register(key, &token, &entry.origin);
+            if first_turn && self.one_turn(&entry).await.is_err() {
+                let _ = self.update_leased(key, &token, &[], |e| e.lease = None).await;
+                self.live.unregister(key, &token);
+                return Ok(());
+            }
+            self.drain(key.clone(), token).await;
+            return Ok(());
+        }
+        Err(AppError::Contended)
+    }
+}
+
+/// Moves the pending slot into user messages (oldest first) and empties it.
+pub(crate) fn pending_messages(e: &mut SessionEntry) -> Vec<Message> {
+    e.pending
+        .drain(..)
+        .map(|p| {
+            let mut m = Message::text(Role::User, p.text, p.at);
+            m.platform_message_id = p.message_id;
+            m
+        })
+        .collect()
+}

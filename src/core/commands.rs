@@ -1,0 +1,73 @@
+//! Parsing of the session commands users type on any platform (SPEC §1.3).
+
+/// A session command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cmd {
+    /// `/new [title]`.
+    New(Option<String>),
+    /// `/reset`.
+    Reset,
+    /// `/stop`.
+    Stop,
+    /// `/queue <prompt>` or `/q <prompt>` (the prompt may be empty: usage error).
+    Queue(String),
+    /// `/status`.
+    Status,
+    /// `/resume [session_id]`.
+    Resume(Option<String>),
+    /// `/help`.
+    Help,
+}
+
+/// Parses `text` as a command. Unknown `/words` are not commands (they go to the agent).
+/// Telegram's `/cmd@botname` form is accepted.
+pub fn parse(text: &str) -> Option<Cmd> {
+    let t = text.trim_start();
+    let rest = t.strip_prefix('/')?;
+    let (word, arg) = rest.split_once(char::is_whitespace).map_or((rest, ""), |(w, a)| (w, a.trim()));
+    let word = word.split('@').next().unwrap_or(word).to_ascii_lowercase();
+    let opt = |a: &str| (!a.is_empty()).then(|| a.to_string());
+    Some(match word.as_str() {
+        "new" => Cmd::New(opt(arg)),
+        "reset" => Cmd::Reset,
+        "stop" => Cmd::Stop,
+        "queue" | "q" => Cmd::Queue(arg.to_string()),
+        "status" => Cmd::Status,
+        "resume" => Cmd::Resume(opt(arg)),
+        "help" | "start" => Cmd::Help,
+        _ => return None,
+    })
+}
+
+/// The `/help` text.
+pub const HELP: &str = "Commands:\n\
+/new [title] — start a fresh conversation (clears queued messages)\n\
+/reset — same as /new\n\
+/stop — stop the running task (queued items are kept)\n\
+/queue <prompt> (or /q) — run this prompt as its own turn after the current one\n\
+/status — session, queue and schedule information\n\
+/resume [session_id] — list recent sessions, or switch back to one\n\
+/help — this list";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn parses_commands() {
+        assert_eq!(parse("/new"), Some(Cmd::New(None)));
+        assert_eq!(parse("/new  Trip plans "), Some(Cmd::New(Some("Trip plans".into()))));
+        assert_eq!(parse("/q  do this\nand that"), Some(Cmd::Queue("do this\nand that".into())));
+        assert_eq!(parse("/queue"), Some(Cmd::Queue(String::new())));
+        assert_eq!(parse("/STOP@my_bot"), Some(Cmd::Stop));
+        assert_eq!(parse("/resume 20260101_000000_abcdef12"), Some(Cmd::Resume(Some("20260101_000000_abcdef12".into()))));
+        assert_eq!(parse("/etc/passwd is a file"), None);
+        assert_eq!(parse("hello /new"), None);
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics(s in "\\PC{0,40}") { let _ = parse(&s); }
+    }
+}

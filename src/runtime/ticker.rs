@@ -1,0 +1,32 @@
+//! The built-in ticker of `serve`: every `cron.tick_interval_seconds` it runs one tick —
+//! the recovery sweep (interrupted turns, stored work without a running turn) and a
+//! heartbeat record for `cron status`.
+
+use crate::app::App;
+use std::time::Duration;
+
+/// Store record holding the time of the last tick.
+pub const LAST_TICK_KEY: &str = "last_tick";
+
+/// One ticker pass. With `wait`, returns only after the turns it started have finished
+/// (what `hermes-zero cron tick` needs before exiting).
+pub async fn tick(app: &App, wait: bool) {
+    if let Err(e) = app.sweep(false, wait).await {
+        tracing::error!(error = %e, "tick: sweep failed");
+    }
+    if let Err(e) = app.store.put_meta(LAST_TICK_KEY, &app.clock.now().to_rfc3339()).await {
+        tracing::warn!(error = %e, "tick: could not record heartbeat");
+    }
+}
+
+/// Ticks forever (until the task is aborted).
+pub async fn run(app: App) {
+    let period = Duration::from_secs(app.cfg.settings.cron.tick_interval_seconds.max(1));
+    let mut iv = tokio::time::interval(period);
+    iv.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    iv.tick().await;
+    loop {
+        iv.tick().await;
+        tick(&app, false).await;
+    }
+}
