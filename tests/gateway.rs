@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use serde_json::json;
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn turn_with_one_tool_round_through_openai_compatible_model() {
     let llm = FakeLlm::start().await;
     llm.push(Reply::Tool { name: "current_time".into(), args: json!({}) });
@@ -40,7 +40,7 @@ async fn turn_with_one_tool_round_through_openai_compatible_model() {
     assert_eq!(list["sessions"][0]["input_tokens"], 20);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn history_survives_a_process_restart() {
     let llm = FakeLlm::start().await;
     let home = TempHome::new("restart");
@@ -60,7 +60,7 @@ async fn history_survives_a_process_restart() {
     assert_eq!(texts.last().unwrap(), "what was the word?");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn duplicate_message_id_runs_no_second_turn() {
     let llm = FakeLlm::start().await;
     let home = TempHome::new("dup");
@@ -78,7 +78,7 @@ async fn duplicate_message_id_runs_no_second_turn() {
     assert_eq!(show["messages"].as_array().unwrap().len(), 2);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn telegram_webhook_replies_through_bot_api_and_refuses_strangers() {
     let llm = FakeLlm::start().await;
     let tg = FakeTelegram::start().await;
@@ -103,7 +103,7 @@ async fn telegram_webhook_replies_through_bot_api_and_refuses_strangers() {
     assert_eq!(llm.calls(), 1);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn long_telegram_reply_is_split_on_lines() {
     let llm = FakeLlm::start().await;
     let long = format!("{}\n{}\n", "a".repeat(4000), "b".repeat(300));
@@ -118,7 +118,7 @@ async fn long_telegram_reply_is_split_on_lines() {
     assert_eq!(format!("{}{}", sent[0]["text"].as_str().unwrap(), sent[1]["text"].as_str().unwrap()), long);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn model_failure_gives_502_and_keeps_the_message() {
     let llm = FakeLlm::start().await;
     for _ in 0..3 {

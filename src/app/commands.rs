@@ -31,6 +31,8 @@ impl App {
                 return Ok(res);
             }
             let text = queue::queued_reply(res.position.unwrap_or(1));
+            // A command answered with its own reply, not a busy-time 202.
+            let res = Outcome { busy: false, ..res };
             return Ok(self.command_reply(msg, res, text).await);
         }
         // Record the platform id so a retried command is not applied twice.

@@ -95,3 +95,6 @@ impl App {
             .unwrap_or_else(|| crate::core::prompt::DEFAULT_SYSTEM_PROMPT.to_string())
     }
 }
+
+#[cfg(test)]
+mod tests;

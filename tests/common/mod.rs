@@ -199,7 +199,7 @@ impl Gateway {
             .env("API_SERVER_KEY", API_KEY)
             .env("TELEGRAM_BOT_TOKEN", "123:abc")
             .env("TELEGRAM_WEBHOOK_SECRET", "tg-secret")
-            .env("RUST_LOG", "warn")
+            .env("RUST_LOG", std::env::var("HZ_TEST_LOG").unwrap_or_else(|_| "warn".into()))
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
         for (k, v) in envs {
@@ -276,4 +276,36 @@ impl Drop for Gateway {
 
 pub fn tg_update(update_id: i64, message_id: i64, user: i64, chat: i64, text: &str) -> Value {
     json!({"update_id": update_id, "message": {"message_id": message_id, "date": 0, "from": {"id": user, "is_bot": false, "first_name": "Ann"}, "chat": {"id": chat, "type": "private"}, "text": text}})
+}
+
+/// Polls `f` every 50 ms until it returns true or `secs` pass; returns the last result.
+pub async fn wait_until(secs: u64, mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if f() {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The last user message of a recorded model request.
+pub fn last_user(req: &Value) -> String {
+    req["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or("")
+        .to_string()
+}
+
+/// All user texts of a transcript returned by `GET /api/sessions/{id}`.
+pub fn user_texts(show: &Value) -> Vec<String> {
+    show["messages"]
+        .as_array()
+        .map(|a| a.iter().filter(|m| m["role"] == "user").map(|m| m["content"].as_str().unwrap_or("").to_string()).collect())
+        .unwrap_or_default()
 }

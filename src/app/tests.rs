@@ -1,0 +1,160 @@
+//! Use-case tests with the real embedded store, a manual clock and in-process fakes of the
+//! model and delivery ports: time rules are driven through the clock port, never sleeps.
+
+use crate::app::{App, Inbound};
+use crate::config::{Env, parse_yaml};
+use crate::core::ids::{ChatType, Origin, SessionKey};
+use crate::ports::{ChatRequest, ChatResponse, Delivery, DeliveryError, Llm, LlmError, ManualClock, QueuedItem, Store, Target};
+use crate::store::sqlite::SqliteStore;
+use async_trait::async_trait;
+use chrono::{DateTime, Duration, Utc};
+use std::sync::{Arc, Mutex};
+
+#[derive(Default)]
+struct EchoLlm(Mutex<Vec<ChatRequest>>);
+
+#[async_trait]
+impl Llm for EchoLlm {
+    fn name(&self) -> &'static str {
+        "echo"
+    }
+    async fn complete(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        self.0.lock().unwrap().push(req.clone());
+        let last = req.messages.last().map(|m| m.content.clone()).unwrap_or_default();
+        Ok(ChatResponse { content: format!("echo: {last}"), ..ChatResponse::default() })
+    }
+}
+
+#[derive(Default)]
+struct Outbox(Mutex<Vec<(Target, String)>>);
+
+#[async_trait]
+impl Delivery for Outbox {
+    async fn send(&self, target: &Target, text: &str) -> Result<(), DeliveryError> {
+        self.0.lock().unwrap().push((target.clone(), text.to_string()));
+        Ok(())
+    }
+}
+
+struct Kit {
+    app: App,
+    clock: Arc<ManualClock>,
+    llm: Arc<EchoLlm>,
+    outbox: Arc<Outbox>,
+}
+
+fn kit(yaml: &str, start: &str) -> Kit {
+    let (settings, _) = parse_yaml(yaml, "test").unwrap();
+    let mut cfg = crate::config::load_settings(std::path::Path::new("/nonexistent-home"), None, &Env::default()).unwrap();
+    cfg.tz = settings.timezone.parse().unwrap();
+    cfg.settings = settings;
+    let clock = Arc::new(ManualClock::new(start.parse::<DateTime<Utc>>().unwrap()));
+    let llm = Arc::new(EchoLlm::default());
+    let outbox = Arc::new(Outbox::default());
+    let app = App {
+        cfg: Arc::new(cfg),
+        home: "/nonexistent-home".into(),
+        store: Arc::new(SqliteStore::in_memory().unwrap()),
+        llm: llm.clone(),
+        delivery: outbox.clone(),
+        clock: clock.clone(),
+        live: Arc::default(),
+    };
+    Kit { app, clock, llm, outbox }
+}
+
+fn inbound(platform: &str, text: &str) -> Inbound {
+    Inbound {
+        origin: Origin::new(platform, "c1", ChatType::Dm, Some("u1"), None).unwrap(),
+        text: text.into(),
+        message_id: None,
+        user_name: None,
+    }
+}
+
+#[tokio::test]
+async fn idle_reset_starts_a_fresh_session_with_notice_and_note() {
+    let k = kit("session_reset: {mode: idle, idle_minutes: 120, notify_exclude_platforms: []}", "2026-01-01T10:00:00Z");
+    let first = k.app.handle_inbound(inbound("api", "hello")).await.unwrap();
+    k.clock.advance(Duration::minutes(125));
+    let second = k.app.handle_inbound(inbound("api", "back again")).await.unwrap();
+    assert_ne!(first.session_id, second.session_id);
+    assert_eq!(second.notices, ["◐ Session automatically reset (inactive for 2h 5m). Conversation history cleared."]);
+    let req = k.llm.0.lock().unwrap().last().cloned().unwrap();
+    assert!(req.messages[0].content.contains("fresh conversation"), "{}", req.messages[0].content);
+    let users: Vec<&str> = req.messages.iter().filter(|m| m.role == crate::core::session::Role::User).map(|m| m.content.as_str()).collect();
+    assert_eq!(users, ["back again"]);
+    let old = k.app.store.get_session(&crate::core::ids::SessionId::parse(&first.session_id).unwrap()).await.unwrap().unwrap();
+    assert_eq!(old.end_reason.as_deref(), Some("session_reset"));
+    // The flag is consumed: the next message has no notice and no note.
+    let third = k.app.handle_inbound(inbound("api", "and again")).await.unwrap();
+    assert!(third.notices.is_empty());
+    assert_eq!(third.session_id, second.session_id);
+}
+
+#[tokio::test]
+async fn excluded_platforms_and_empty_sessions_are_reset_silently() {
+    let k = kit("session_reset: {mode: idle, idle_minutes: 60}", "2026-01-01T10:00:00Z");
+    let first = k.app.handle_inbound(inbound("api", "hello")).await.unwrap();
+    k.clock.advance(Duration::hours(2));
+    let second = k.app.handle_inbound(inbound("api", "later")).await.unwrap();
+    assert_ne!(first.session_id, second.session_id, "api is excluded from the notice, not from the reset");
+    assert!(second.notices.is_empty());
+}
+
+#[tokio::test]
+async fn daily_reset_in_the_configured_timezone_tells_telegram_users() {
+    let k = kit("timezone: Europe/Berlin\nsession_reset: {mode: daily, at_hour: 4}\nallow_all_users: true", "2026-01-01T22:00:00Z");
+    let first = k.app.handle_inbound(inbound("telegram", "late night")).await.unwrap();
+    k.clock.set("2026-01-02T02:59:00Z".parse().unwrap());
+    let same = k.app.handle_inbound(inbound("telegram", "still up")).await.unwrap();
+    assert_eq!(first.session_id, same.session_id, "03:59 Berlin: boundary not passed");
+    k.clock.set("2026-01-02T03:00:00Z".parse().unwrap());
+    let next = k.app.handle_inbound(inbound("telegram", "good morning")).await.unwrap();
+    assert_ne!(next.session_id, same.session_id);
+    let sent: Vec<String> = k.outbox.0.lock().unwrap().iter().map(|(_, t)| t.clone()).collect();
+    assert!(
+        sent.contains(&"◐ Session automatically reset (daily schedule at 4:00). Conversation history cleared.".to_string()),
+        "{sent:?}"
+    );
+    assert!(next.session_id.starts_with("20260102_040000_"), "id in local time: {}", next.session_id);
+}
+
+#[tokio::test]
+async fn no_reset_while_queued_work_waits() {
+    let k = kit("session_reset: {mode: idle, idle_minutes: 1}", "2026-01-01T10:00:00Z");
+    let first = k.app.handle_inbound(inbound("api", "hello")).await.unwrap();
+    let key = SessionKey::parse(&first.session_key).unwrap();
+    let item = QueuedItem { text: "queued earlier".into(), message_id: None, at: k.clock.now_for_test() };
+    k.app.store.queue_push(&key, &item, 32, None).await.unwrap();
+    k.clock.advance(Duration::hours(5));
+    let second = k.app.handle_inbound(inbound("api", "now")).await.unwrap();
+    assert_eq!(first.session_id, second.session_id);
+}
+
+#[tokio::test]
+async fn commands_never_reach_the_model() {
+    let k = kit("", "2026-01-01T10:00:00Z");
+    k.app.handle_inbound(inbound("api", "hello")).await.unwrap();
+    let calls = k.llm.0.lock().unwrap().len();
+    let help = k.app.handle_inbound(inbound("api", "/help")).await.unwrap();
+    assert!(help.reply.unwrap().contains("/queue <prompt>"));
+    let status = k.app.handle_inbound(inbound("api", "/status")).await.unwrap().reply.unwrap();
+    assert!(status.contains("Messages: 2") && status.contains("Running: no"), "{status}");
+    let stop = k.app.handle_inbound(inbound("api", "/stop")).await.unwrap().reply.unwrap();
+    assert_eq!(stop, "Nothing is running.");
+    let before = k.app.handle_inbound(inbound("api", "/new Trip")).await.unwrap();
+    let list = k.app.handle_inbound(inbound("api", "/resume")).await.unwrap().reply.unwrap();
+    assert_eq!(list.lines().filter(|l| l.starts_with("2026")).count(), 2, "{list}");
+    let old = list.lines().find(|l| l.starts_with("2026") && !l.contains("current")).unwrap().split(':').next().unwrap().to_string();
+    let back = k.app.handle_inbound(inbound("api", &format!("/resume {old}"))).await.unwrap();
+    assert_eq!(back.session_id, old);
+    assert_ne!(back.session_id, before.session_id);
+    assert_eq!(k.llm.0.lock().unwrap().len(), calls);
+}
+
+impl ManualClock {
+    fn now_for_test(&self) -> DateTime<Utc> {
+        crate::ports::Clock::now(self)
+    }
+}
