@@ -4,7 +4,7 @@
 use crate::app::{App, Inbound};
 use crate::config::{Env, parse_yaml};
 use crate::core::ids::{ChatType, Origin, SessionKey};
-use crate::ports::{ChatRequest, ChatResponse, Delivery, DeliveryError, Llm, LlmError, ManualClock, QueuedItem, Store, Target};
+use crate::ports::{ChatRequest, ChatResponse, Delivery, DeliveryError, Llm, LlmError, ManualClock, QueuedItem, Target};
 use crate::store::sqlite::SqliteStore;
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
