@@ -10,5 +10,6 @@ pub mod prompt;
 pub mod queue;
 pub mod recovery;
 pub mod reset;
+pub mod schedule;
 pub mod session;
 pub mod text;
