@@ -2,6 +2,7 @@
 //! cases. Exit codes: 0 ok, 1 runtime error, 2 usage error, 78 bad configuration.
 
 mod commands;
+mod cron;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -39,8 +40,103 @@ pub enum Command {
         #[command(subcommand)]
         action: SessionsCmd,
     },
-    /// Validate config, store and provider; exit 1 with reasons.
+    /// Scheduled jobs.
+    Cron {
+        /// Sub-command.
+        #[command(subcommand)]
+        action: CronCmd,
+    },
+    /// Validate config, jobs, skills, store and provider; exit 1 with reasons.
     Doctor,
+}
+
+/// Definition flags shared by `cron add` and `cron edit`.
+#[derive(Debug, clap::Args)]
+pub struct JobFlags {
+    /// Human name.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Delivery targets: local, origin, telegram, telegram:<chat_id>[:<thread_id>] (comma-separated).
+    #[arg(long)]
+    pub deliver: Option<String>,
+    /// Skill to bind (repeatable); its SKILL.md goes into the prompt.
+    #[arg(long = "skill")]
+    pub skills: Vec<String>,
+    /// forever, once, or a number of runs.
+    #[arg(long)]
+    pub repeat: Option<String>,
+}
+
+/// `cron` sub-commands.
+#[derive(Debug, Subcommand)]
+pub enum CronCmd {
+    /// Jobs with schedule, next run and last status.
+    List {
+        /// Include disabled and completed jobs.
+        #[arg(long)]
+        all: bool,
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Create a job; prints its id.
+    Add {
+        /// `every 30m`, `in 2h`, `0 8 * * *`, `every weekday at 9am`, `2026-12-01T09:00`, …
+        schedule: String,
+        /// What the agent should do.
+        prompt: String,
+        /// Definition flags.
+        #[command(flatten)]
+        flags: JobFlags,
+    },
+    /// Change a job.
+    Edit {
+        /// Job id or name.
+        id: String,
+        /// New schedule.
+        #[arg(long)]
+        schedule: Option<String>,
+        /// New prompt.
+        #[arg(long)]
+        prompt: Option<String>,
+        /// Definition flags.
+        #[command(flatten)]
+        flags: JobFlags,
+    },
+    /// Pause a job.
+    Pause {
+        /// Job id or name.
+        id: String,
+    },
+    /// Resume a paused job.
+    Resume {
+        /// Job id or name.
+        id: String,
+    },
+    /// Fire a job now through the normal claim.
+    Run {
+        /// Job id or name.
+        id: String,
+    },
+    /// Delete a job.
+    Remove {
+        /// Job id or name.
+        id: String,
+    },
+    /// Recent runs and their outputs.
+    Runs {
+        /// Job id or name.
+        id: String,
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Sync jobs.json into the store.
+    Sync,
+    /// One ticker pass, then exit (for a system cron line).
+    Tick,
+    /// Provider in use, why, armed timers, last tick.
+    Status,
 }
 
 /// `sessions` sub-commands.

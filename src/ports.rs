@@ -4,6 +4,7 @@
 //! Nothing here knows SQL, HTTP or AWS.
 
 use crate::core::ids::{SessionId, SessionKey};
+use crate::core::job::{Job, Occurrence, RunRecord};
 use crate::core::session::{Message, SessionEntry, SessionRecord, ToolCall};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -23,6 +24,16 @@ pub struct SystemClock;
 impl Clock for SystemClock {
     fn now(&self) -> DateTime<Utc> {
         Utc::now()
+    }
+}
+
+/// The wall clock shifted by a fixed offset (the `HERMES_CLOCK_OFFSET_SECS` testing aid).
+#[derive(Debug)]
+pub struct OffsetClock(pub chrono::Duration);
+
+impl Clock for OffsetClock {
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now() + self.0
     }
 }
 
@@ -194,6 +205,46 @@ pub trait Store: Send + Sync {
     /// every key holding a lease (startup after an unclean exit).
     async fn wake_candidates(&self, now: DateTime<Utc>, all_leases: bool) -> Result<Vec<SessionKey>, StoreError>;
 
+    /// Writes a job with compare-and-set on `job.version` (0 = create; it must not exist).
+    /// Returns the job with its new version.
+    async fn put_job(&self, job: &Job) -> Result<Job, StoreError>;
+
+    /// One job.
+    async fn get_job(&self, id: &str) -> Result<Option<Job>, StoreError>;
+
+    /// All jobs, by id.
+    async fn list_jobs(&self) -> Result<Vec<Job>, StoreError>;
+
+    /// Deletes a job; false if it did not exist.
+    async fn delete_job(&self, id: &str) -> Result<bool, StoreError>;
+
+    /// Enabled, scheduled jobs with `next_run_at <= now`, oldest first (an index, no scan).
+    async fn due_jobs(&self, now: DateTime<Utc>, limit: usize) -> Result<Vec<Job>, StoreError>;
+
+    /// At most once per occurrence: inserts the claim if absent AND writes `job` (its
+    /// advanced state) with compare-and-set on `job.version`, in one atomic write. A claim
+    /// is never re-admitted. Returns [`Claim::Duplicate`] if the occurrence was claimed.
+    async fn claim_occurrence(&self, occ: &Occurrence, job: &Job) -> Result<Claim, StoreError>;
+
+    /// The status of an occurrence's claim (`claimed`, `ok`, `error`, …), if claimed.
+    async fn claim_status(&self, occ: &Occurrence) -> Result<Option<String>, StoreError>;
+
+    /// Records a run's outcome on its claim and keeps the newest `retention` runs of the job.
+    async fn finish_run(&self, run: &RunRecord, retention: usize) -> Result<(), StoreError>;
+
+    /// Recent runs of a job, newest first.
+    async fn list_runs(&self, job_id: &str, limit: usize) -> Result<Vec<RunRecord>, StoreError>;
+
+    /// Delivery ledger: records `(occurrence, target)`; false if it was already recorded
+    /// (the message must not be sent again).
+    async fn ledger_begin(&self, occ: &Occurrence, target: &str) -> Result<bool, StoreError>;
+
+    /// Sets the ledger status of `(occurrence, target)` (`sent`, `failed`).
+    async fn ledger_finish(&self, occ: &Occurrence, target: &str, status: &str) -> Result<(), StoreError>;
+
+    /// Records `key` once until `expires_at` (JWT `jti` replay store); false if present.
+    async fn use_once(&self, key: &str, expires_at: DateTime<Utc>) -> Result<bool, StoreError>;
+
     /// A small named record (markers, heartbeats).
     async fn get_meta(&self, key: &str) -> Result<Option<String>, StoreError>;
 
@@ -202,6 +253,15 @@ pub trait Store: Send + Sync {
 
     /// Deletes a small named record.
     async fn delete_meta(&self, key: &str) -> Result<(), StoreError>;
+}
+
+/// Result of claiming an occurrence.
+#[derive(Debug, Clone)]
+pub enum Claim {
+    /// This caller owns the occurrence; the job as written.
+    Claimed(Box<Job>),
+    /// Someone claimed it before.
+    Duplicate,
 }
 
 /// A tool the model may call.
@@ -308,4 +368,64 @@ pub enum DeliveryError {
 pub trait Delivery: Send + Sync {
     /// Sends `text` (split to the platform's limit by the adapter).
     async fn send(&self, target: &Target, text: &str) -> Result<(), DeliveryError>;
+}
+
+/// Timer-provider failures, classified once.
+#[derive(Debug, thiserror::Error)]
+pub enum TimerError {
+    /// Temporary (5xx, timeout) after retries.
+    #[error("timer provider unavailable: {0}")]
+    Unavailable(String),
+    /// Refused (4xx): retrying will not help.
+    #[error("timer provider refused: {0}")]
+    Refused(String),
+}
+
+/// What a reconcile changed.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ReconcileReport {
+    /// Timers armed or moved.
+    pub armed: usize,
+    /// Timers cancelled.
+    pub cancelled: usize,
+    /// Timers already right.
+    pub unchanged: usize,
+}
+
+/// Whoever wakes the process for the next occurrence of each job (Chronos, EventBridge, or
+/// nobody: the built-in ticker polls the store).
+#[async_trait]
+pub trait Timers: Send + Sync {
+    /// `builtin`, `chronos`, `eventbridge`.
+    fn name(&self) -> &'static str;
+
+    /// Makes the provider's timer for `job` match `job.next_run_at` (cancels when the job is
+    /// not armed).
+    async fn arm(&self, job: &Job) -> Result<(), TimerError>;
+
+    /// Removes the job's timer (unknown is fine).
+    async fn cancel(&self, job_id: &str) -> Result<(), TimerError>;
+
+    /// Compares the desired timers (`jobs`) with the provider's and fixes the difference.
+    async fn reconcile(&self, jobs: &[Job]) -> Result<ReconcileReport, TimerError>;
+}
+
+/// The built-in provider: nothing to arm, the ticker finds due jobs in the store.
+#[derive(Debug, Default)]
+pub struct PollingTimers;
+
+#[async_trait]
+impl Timers for PollingTimers {
+    fn name(&self) -> &'static str {
+        "builtin"
+    }
+    async fn arm(&self, _job: &Job) -> Result<(), TimerError> {
+        Ok(())
+    }
+    async fn cancel(&self, _job_id: &str) -> Result<(), TimerError> {
+        Ok(())
+    }
+    async fn reconcile(&self, jobs: &[Job]) -> Result<ReconcileReport, TimerError> {
+        Ok(ReconcileReport { unchanged: jobs.iter().filter(|j| j.armed()).count(), ..ReconcileReport::default() })
+    }
 }

@@ -32,6 +32,8 @@ pub struct TurnSpec<'a> {
     pub model: Option<String>,
     /// System prompt (SOUL.md or the job's own).
     pub system: String,
+    /// The chat the turn runs for (tools that create jobs record it as their origin).
+    pub origin: Option<crate::core::ids::Origin>,
 }
 
 /// Runs the model loop over the stored transcript of `spec.session_id`. `stop` is asked at
@@ -61,7 +63,7 @@ where
         msg.tool_calls = resp.tool_calls.clone();
         let mut step = vec![msg];
         for call in &resp.tool_calls {
-            let result = tools::execute(app, call).await;
+            let result = tools::execute(app, call, spec.origin.as_ref()).await;
             let mut t = Message::text(Role::Tool, result, app.clock.now());
             t.tool_call_id = Some(call.id.clone());
             step.push(t);

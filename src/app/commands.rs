@@ -170,7 +170,7 @@ impl App {
     }
 
     /// Extra `/status` lines from other capabilities (scheduled jobs for this chat).
-    async fn status_extra(&self, _e: &crate::core::session::SessionEntry) -> Vec<String> {
-        Vec::new()
+    async fn status_extra(&self, e: &crate::core::session::SessionEntry) -> Vec<String> {
+        self.status_jobs(e).await
     }
 }

@@ -6,18 +6,27 @@
 
 mod agent;
 mod commands;
+mod deliver;
+mod fire;
 mod inbound;
+pub mod inline;
+mod jobs;
 mod lifecycle;
 mod recovery;
+mod status;
 mod tools;
 mod turns;
 
-pub use inbound::{Inbound, Outcome};
+pub use fire::FireStatus;
+pub use inbound::{Inbound, Outcome, REFUSAL};
+pub use jobs::SyncReport;
 pub use recovery::Live;
+pub use status::LAST_TICK_KEY;
+pub use tools::job_view;
 
 use crate::config::Loaded;
 use crate::core::ids::{KeyRules, Origin};
-use crate::ports::{Clock, Delivery, Llm, LlmError, Store, StoreError, Target};
+use crate::ports::{Clock, Delivery, Llm, LlmError, Store, StoreError, Target, Timers};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -34,6 +43,8 @@ pub struct App {
     pub llm: Arc<dyn Llm>,
     /// Outbound platforms.
     pub delivery: Arc<dyn Delivery>,
+    /// Timer provider for job occurrences.
+    pub timers: Arc<dyn Timers>,
     /// Time.
     pub clock: Arc<dyn Clock>,
     /// This process's live state (accepting flag, running turns). Never needed for
@@ -56,6 +67,9 @@ pub enum AppError {
     /// A compare-and-set kept losing (heavy contention).
     #[error("the session is busy; try again")]
     Contended,
+    /// No such job (or session).
+    #[error("{0}")]
+    NotFound(String),
 }
 
 impl App {
@@ -69,7 +83,8 @@ impl App {
 
     /// Whether replies to this origin go out through a platform adapter (not returned inline).
     pub fn delivers_to(origin: &Origin) -> bool {
-        matches!(origin.platform.as_str(), "telegram" | "discord")
+        // A Discord interaction being answered inline gets its reply as a follow-up instead.
+        matches!(origin.platform.as_str(), "telegram" | "discord") && !inline::answered_inline(origin)
     }
 
     /// Sends `text` to an origin's chat; failures are logged, never lost silently.

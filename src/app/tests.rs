@@ -59,6 +59,7 @@ fn kit(yaml: &str, start: &str) -> Kit {
         delivery: outbox.clone(),
         clock: clock.clone(),
         live: Arc::default(),
+        timers: Arc::new(crate::ports::PollingTimers),
     };
     Kit { app, clock, llm, outbox }
 }

@@ -101,7 +101,14 @@ impl App {
         for n in &notices {
             self.send_to_origin(&entry.origin, n).await;
         }
-        let spec = TurnSpec { session_id: &entry.session_id, notes, tools: tools::chat_tools(), model: None, system: self.system_prompt() };
+        let spec = TurnSpec {
+            session_id: &entry.session_id,
+            notes,
+            tools: tools::chat_tools(),
+            model: None,
+            system: self.system_prompt(),
+            origin: Some(entry.origin.clone()),
+        };
         let stop = || async { self.store.get_entry(key).await.ok().flatten().is_some_and(|e| e.interrupt_requested) };
         let budget = StdDuration::from_secs(TURN_BUDGET_SECS as u64);
         let result = match tokio::time::timeout(budget, agent::run(self, spec, stop)).await {

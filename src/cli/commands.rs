@@ -21,6 +21,7 @@ pub async fn dispatch(cmd: Command, home: PathBuf, cfg: Loaded) -> anyhow::Resul
         }
         Command::Chat => chat(runtime::build_app(&home, cfg)?).await,
         Command::Sessions { action } => sessions(runtime::build_app(&home, cfg)?, action).await,
+        Command::Cron { action } => super::cron::run(runtime::build_app(&home, cfg)?, action).await,
         Command::Doctor => Ok(doctor(&home, cfg).await),
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod delivery;
 pub mod discord;
+pub mod discord_interactions;
 pub mod llm;
 pub mod telegram;
 

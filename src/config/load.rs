@@ -87,6 +87,9 @@ pub struct Loaded {
     pub warnings: Vec<String>,
     /// The file that was read, if any.
     pub file: Option<PathBuf>,
+    /// Testing aid: seconds added to the wall clock (`HERMES_CLOCK_OFFSET_SECS`), so
+    /// black-box tests can make jobs due without waiting. 0 in normal use.
+    pub clock_offset_secs: i64,
 }
 
 /// Loads settings for `home`, from `config_file` (default `<home>/config.yaml`, optional).
@@ -110,10 +113,25 @@ pub fn load_settings(home: &Path, config_file: Option<&Path>, env: &Env) -> Resu
         telegram_webhook_secret: env.secret("TELEGRAM_WEBHOOK_SECRET"),
         discord_bot_token: env.secret("DISCORD_BOT_TOKEN"),
         discord_public_key: env.get("DISCORD_PUBLIC_KEY").map(str::to_string),
-        nous_access_token: env.secret("NOUS_ACCESS_TOKEN"),
+        nous_access_token: env.secret("NOUS_ACCESS_TOKEN").or_else(|| auth_json_token(home)),
         model_api_key: env.secret(&settings.model.api_key_env),
     };
-    Ok(Loaded { settings, secrets, tz, warnings, file })
+    let clock_offset_secs = match env.get("HERMES_CLOCK_OFFSET_SECS") {
+        None => 0,
+        Some(v) => v.trim().parse().map_err(|_| ConfigError::Invalid {
+            file: "environment".into(),
+            key: "HERMES_CLOCK_OFFSET_SECS".into(),
+            reason: format!("`{v}` is not a whole number of seconds"),
+        })?,
+    };
+    Ok(Loaded { settings, secrets, tz, warnings, file, clock_offset_secs })
+}
+
+/// `access_token` from `$HERMES_HOME/auth.json`, if present.
+fn auth_json_token(home: &Path) -> Option<SecretString> {
+    let text = std::fs::read_to_string(home.join("auth.json")).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    v["access_token"].as_str().filter(|t| !t.is_empty()).map(|t| SecretString::from(t.to_string()))
 }
 
 /// Parses YAML text into settings, returning warnings for unknown keys.

@@ -5,6 +5,7 @@
 //! Knows file formats and key names; knows nothing of HTTP, stores or models.
 
 mod load;
+pub mod provider;
 mod types;
 
 pub use load::{ConfigError, Env, Loaded, Secrets, load_settings, parse_yaml};

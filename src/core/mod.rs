@@ -6,6 +6,8 @@
 
 pub mod commands;
 pub mod ids;
+pub mod job;
+pub mod jobfile;
 pub mod prompt;
 pub mod queue;
 pub mod recovery;

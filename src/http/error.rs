@@ -51,6 +51,7 @@ impl From<AppError> for ApiError {
             AppError::BadRequest(m) => Self::new(StatusCode::BAD_REQUEST, m.clone()),
             AppError::Model(m) => Self::new(StatusCode::BAD_GATEWAY, format!("the model failed: {m}; your message was saved")),
             AppError::Contended => Self::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+            AppError::NotFound(m) => Self::new(StatusCode::NOT_FOUND, m.clone()),
             AppError::Store(_) => {
                 tracing::error!(error = %chain(&e), "internal error");
                 Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error")

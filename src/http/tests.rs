@@ -26,6 +26,7 @@ fn state() -> Arc<HttpState> {
         llm: Arc::new(crate::clients::llm::offline::OfflineLlm),
         clock: Arc::new(ManualClock::new(chrono::Utc::now())),
         live: Arc::default(),
+        timers: Arc::new(crate::ports::PollingTimers),
     };
     Arc::new(HttpState { app, api_key: Some(SecretString::from("k1".to_string())), provider: "builtin".into() })
 }

@@ -6,7 +6,7 @@ pub mod ticker;
 use crate::app::App;
 use crate::clients::delivery::PlatformDelivery;
 use crate::config::{Loaded, StoreKind};
-use crate::ports::{Store, SystemClock};
+use crate::ports::{Clock, OffsetClock, PollingTimers, Store, SystemClock};
 use crate::store::sqlite::SqliteStore;
 use std::path::Path;
 use std::sync::Arc;
@@ -36,5 +36,21 @@ pub fn build_app(home: &Path, cfg: Loaded) -> Result<App, StartError> {
     let store = open_store(home, &cfg)?;
     let llm = crate::clients::llm::from_config(&cfg);
     let delivery = Arc::new(PlatformDelivery::from_config(&cfg));
-    Ok(App { cfg: Arc::new(cfg), home: home.to_path_buf(), store, llm, delivery, clock: Arc::new(SystemClock), live: Arc::default() })
+    let clock: Arc<dyn Clock> = match cfg.clock_offset_secs {
+        0 => Arc::new(SystemClock),
+        s => {
+            tracing::warn!(offset_secs = s, "HERMES_CLOCK_OFFSET_SECS is set: the clock is shifted (testing aid)");
+            Arc::new(OffsetClock(chrono::Duration::seconds(s)))
+        }
+    };
+    Ok(App {
+        cfg: Arc::new(cfg),
+        home: home.to_path_buf(),
+        store,
+        llm,
+        delivery,
+        clock,
+        live: Arc::default(),
+        timers: Arc::new(PollingTimers),
+    })
 }

@@ -67,6 +67,15 @@ pub async fn run(listener: TcpListener, app: App, shutdown: impl Future<Output =
     let key = api_key(&app)?;
     let addr = listener.local_addr()?;
     let state = Arc::new(HttpState { app: app.clone(), api_key: Some(key), provider: "builtin".into() });
+    match app.sync_jobs_file().await {
+        Ok(r) if !(r.created.is_empty() && r.updated.is_empty() && r.disabled.is_empty()) => {
+            tracing::info!(file = %r.file, created = r.created.len(), updated = r.updated.len(), disabled = r.disabled.len(), "jobs.json synced")
+        }
+        Ok(_) => {}
+        Err(e) => tracing::error!(error = %e, "jobs.json refused; the stored jobs are unchanged"),
+    }
+    let choice = crate::config::provider::choose(&app.cfg, false);
+    tracing::info!(provider = choice.provider, why = %choice.why, "timer provider");
     app.startup_sweep().await?;
     let ticker = tokio::spawn(super::ticker::run(app.clone()));
     tracing::info!(%addr, store = app.store.kind(), model = app.llm.name(), "hermes-zero listening");

@@ -1,18 +1,20 @@
 //! The built-in ticker of `serve`: every `cron.tick_interval_seconds` it runs one tick —
-//! the recovery sweep (interrupted turns, stored work without a running turn) and a
-//! heartbeat record for `cron status`.
+//! the recovery sweep (interrupted turns, stored work without a running turn), due jobs
+//! through the shared fire path, and a heartbeat record for `cron status`.
 
 use crate::app::App;
 use std::time::Duration;
 
-/// Store record holding the time of the last tick.
-pub const LAST_TICK_KEY: &str = "last_tick";
+pub use crate::app::LAST_TICK_KEY;
 
 /// One ticker pass. With `wait`, returns only after the turns it started have finished
 /// (what `hermes-zero cron tick` needs before exiting).
 pub async fn tick(app: &App, wait: bool) {
     if let Err(e) = app.sweep(false, wait).await {
         tracing::error!(error = %e, "tick: sweep failed");
+    }
+    if let Err(e) = app.tick_jobs(wait).await {
+        tracing::error!(error = %e, "tick: job pass failed");
     }
     if let Err(e) = app.store.put_meta(LAST_TICK_KEY, &app.clock.now().to_rfc3339()).await {
         tracing::warn!(error = %e, "tick: could not record heartbeat");

@@ -5,12 +5,14 @@
 //! `busy_timeout` turns contention into a short wait instead of an error.
 //! Calls run on tokio's blocking pool so a lock wait never stalls the async workers.
 
+mod jobs;
 mod schema;
 
 use super::{backend, decode, encode};
 use crate::core::ids::{SessionId, SessionKey};
+use crate::core::job::{Job, Occurrence, RunRecord};
 use crate::core::session::{Message, Role, SessionEntry, SessionRecord};
-use crate::ports::{Appended, InboundId, QueuedItem, SessionChange, Store, StoreError};
+use crate::ports::{Appended, Claim, InboundId, QueuedItem, SessionChange, Store, StoreError};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
@@ -365,6 +367,64 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn put_job(&self, job: &Job) -> Result<Job, StoreError> {
+        let job = job.clone();
+        self.with(move |c| jobs::put(c, &job)).await
+    }
+
+    async fn get_job(&self, id: &str) -> Result<Option<Job>, StoreError> {
+        let id = id.to_string();
+        self.with(move |c| jobs::get(c, &id)).await
+    }
+
+    async fn list_jobs(&self) -> Result<Vec<Job>, StoreError> {
+        self.with(|c| jobs::list(c, None, usize::MAX >> 1)).await
+    }
+
+    async fn delete_job(&self, id: &str) -> Result<bool, StoreError> {
+        let id = id.to_string();
+        self.with(move |c| jobs::delete(c, &id)).await
+    }
+
+    async fn due_jobs(&self, now: DateTime<Utc>, limit: usize) -> Result<Vec<Job>, StoreError> {
+        self.with(move |c| jobs::list(c, Some(ms(now)), limit)).await
+    }
+
+    async fn claim_occurrence(&self, occ: &Occurrence, job: &Job) -> Result<Claim, StoreError> {
+        let (occ, job) = (occ.clone(), job.clone());
+        self.with(move |c| jobs::claim(c, &occ, &job, Utc::now())).await
+    }
+
+    async fn claim_status(&self, occ: &Occurrence) -> Result<Option<String>, StoreError> {
+        let occ = occ.clone();
+        self.with(move |c| jobs::claim_status(c, &occ)).await
+    }
+
+    async fn finish_run(&self, run: &RunRecord, retention: usize) -> Result<(), StoreError> {
+        let run = run.clone();
+        self.with(move |c| jobs::finish_run(c, &run, retention)).await
+    }
+
+    async fn list_runs(&self, job_id: &str, limit: usize) -> Result<Vec<RunRecord>, StoreError> {
+        let id = job_id.to_string();
+        self.with(move |c| jobs::list_runs(c, &id, limit)).await
+    }
+
+    async fn ledger_begin(&self, occ: &Occurrence, target: &str) -> Result<bool, StoreError> {
+        let (occ, target) = (occ.clone(), target.to_string());
+        self.with(move |c| jobs::ledger_begin(c, &occ, &target, Utc::now())).await
+    }
+
+    async fn ledger_finish(&self, occ: &Occurrence, target: &str, status: &str) -> Result<(), StoreError> {
+        let (occ, target, status) = (occ.clone(), target.to_string(), status.to_string());
+        self.with(move |c| jobs::ledger_finish(c, &occ, &target, &status, Utc::now())).await
+    }
+
+    async fn use_once(&self, key: &str, expires_at: DateTime<Utc>) -> Result<bool, StoreError> {
+        let key = key.to_string();
+        self.with(move |c| jobs::use_once(c, &key, expires_at, Utc::now())).await
+    }
+
     async fn get_meta(&self, key: &str) -> Result<Option<String>, StoreError> {
         let key = key.to_string();
         self.with(move |c| c.query_row("SELECT value FROM meta WHERE key = ?1", [&key], |r| r.get(0)).optional().map_err(backend)).await
@@ -402,7 +462,9 @@ mod tests {
         // Two independent connections on one file stand in for two processes.
         let a = SqliteStore::open(&path).unwrap();
         let b = SqliteStore::open(&path).unwrap();
-        crate::store::conformance::cas_race(Arc::new(a), Arc::new(b)).await;
+        let (a, b): (Arc<dyn Store>, Arc<dyn Store>) = (Arc::new(a), Arc::new(b));
+        crate::store::conformance::cas_race(a.clone(), b.clone()).await;
+        crate::store::conformance::claim_race(a, b).await;
         std::fs::remove_dir_all(dir).ok();
     }
 

@@ -309,3 +309,58 @@ pub fn user_texts(show: &Value) -> Vec<String> {
         .map(|a| a.iter().filter(|m| m["role"] == "user").map(|m| m["content"].as_str().unwrap_or("").to_string()).collect())
         .unwrap_or_default()
 }
+
+/// Runs the binary with `args` on `home` (bounded by the test harness), returning its output.
+pub fn cli(home: &FsPath, args: &[&str], envs: &[(&str, &str)]) -> std::process::Output {
+    let mut cmd = Command::new(bin());
+    cmd.arg("--home")
+        .arg(home)
+        .args(args)
+        .env_remove("HERMES_HOME")
+        .env("RUST_LOG", "warn")
+        .env("TELEGRAM_BOT_TOKEN", "123:abc")
+        .env("DISCORD_BOT_TOKEN", "dbot");
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run hermes-zero")
+}
+
+pub fn stdout(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+pub fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+/// A fake Discord REST API recording channel messages.
+#[derive(Clone)]
+pub struct FakeDiscord {
+    pub url: String,
+    pub sent: Arc<Mutex<Vec<Value>>>,
+}
+
+impl FakeDiscord {
+    pub async fn start() -> Self {
+        let sent = Arc::new(Mutex::new(Vec::new()));
+        let router = axum::Router::new().route("/channels/{id}/messages", post(discord_handler)).with_state(sent.clone());
+        Self { url: spawn_server(router).await, sent }
+    }
+    pub fn sent(&self) -> Vec<Value> {
+        self.sent.lock().unwrap().clone()
+    }
+}
+
+async fn discord_handler(
+    State(sent): State<Arc<Mutex<Vec<Value>>>>,
+    Path(id): Path<String>,
+    headers: axum::http::HeaderMap,
+    Json(body): Json<Value>,
+) -> Json<Value> {
+    let mut b = body;
+    b["_channel"] = json!(id);
+    b["_auth"] = json!(headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or(""));
+    sent.lock().unwrap().push(b);
+    Json(json!({"id": "1"}))
+}

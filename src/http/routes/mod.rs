@@ -1,6 +1,8 @@
 //! Route handlers: parse, call one use case, map the result.
 
+pub mod discord;
 pub mod health;
+pub mod jobs;
 pub mod messages;
 pub mod sessions;
 pub mod telegram;

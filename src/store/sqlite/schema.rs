@@ -47,6 +47,39 @@ const MIGRATIONS: &[(i64, &str)] = &[(
         seen_at    INTEGER NOT NULL,
         PRIMARY KEY (platform, chat_id, message_id)
      ) WITHOUT ROWID;
+     CREATE TABLE jobs (
+        id          TEXT PRIMARY KEY,
+        version     INTEGER NOT NULL,
+        due_at      INTEGER,
+        doc         TEXT NOT NULL
+     );
+     CREATE INDEX jobs_due ON jobs(due_at) WHERE due_at IS NOT NULL;
+     CREATE TABLE claims (
+        job_id     TEXT NOT NULL,
+        fire_at    INTEGER NOT NULL,
+        status     TEXT NOT NULL,
+        claimed_at INTEGER NOT NULL,
+        PRIMARY KEY (job_id, fire_at)
+     ) WITHOUT ROWID;
+     CREATE TABLE runs (
+        run_id     TEXT PRIMARY KEY,
+        job_id     TEXT NOT NULL,
+        started_at INTEGER NOT NULL,
+        doc        TEXT NOT NULL
+     );
+     CREATE INDEX runs_by_job ON runs(job_id, started_at);
+     CREATE TABLE deliveries (
+        job_id  TEXT NOT NULL,
+        fire_at INTEGER NOT NULL,
+        target  TEXT NOT NULL,
+        status  TEXT NOT NULL,
+        at      INTEGER NOT NULL,
+        PRIMARY KEY (job_id, fire_at, target)
+     ) WITHOUT ROWID;
+     CREATE TABLE once_keys (
+        key        TEXT PRIMARY KEY,
+        expires_at INTEGER NOT NULL
+     ) WITHOUT ROWID;
      CREATE TABLE meta (
         key   TEXT PRIMARY KEY,
         value TEXT NOT NULL

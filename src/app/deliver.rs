@@ -1,0 +1,110 @@
+//! Job delivery (SPEC §2.6): resolving `deliver` targets, and sending through the ledger
+//! keyed by `(occurrence, target)` so a message is never sent twice.
+
+use crate::app::App;
+use crate::core::job::{DeliveryResult, Job, Occurrence};
+use crate::ports::Target;
+
+/// A resolved delivery target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolved {
+    /// Stored only.
+    Local,
+    /// A chat.
+    Chat(Target),
+    /// Cannot be delivered (e.g. no home channel configured).
+    Invalid(String),
+}
+
+impl App {
+    /// Resolves a job's targets: `local`, `origin`, `<platform>` (home channel),
+    /// `<platform>:<chat>[:<thread>]`; default `origin` if the job has one, else `local`.
+    /// De-duplicated by resolved chat.
+    pub fn resolve_targets(&self, job: &Job) -> Vec<(String, Resolved)> {
+        let mut list = job.deliver.clone();
+        if list.is_empty() {
+            list.push(if job.origin.is_some() { "origin".into() } else { "local".into() });
+        }
+        let mut out: Vec<(String, Resolved)> = Vec::new();
+        for label in list {
+            let r = self.resolve_one(job, &label);
+            if !out.iter().any(|(_, o)| *o == r && r != Resolved::Local) {
+                out.push((label, r));
+            }
+        }
+        out
+    }
+
+    fn resolve_one(&self, job: &Job, label: &str) -> Resolved {
+        let p = &self.cfg.settings.platforms;
+        let home = |platform: &str| match platform {
+            "telegram" => Some(p.telegram.home_channel.clone()),
+            "discord" => Some(p.discord.home_channel.clone()),
+            _ => None,
+        };
+        let mut parts = label.splitn(3, ':');
+        let platform = parts.next().unwrap_or_default();
+        match (platform, parts.next(), parts.next()) {
+            ("local", None, _) => Resolved::Local,
+            ("origin", None, _) => match &job.origin {
+                Some(o) if o.platform == "telegram" || o.platform == "discord" => {
+                    Resolved::Chat(Target { platform: o.platform.clone(), chat_id: o.chat_id.clone(), thread_id: o.thread_id.clone() })
+                }
+                _ => Resolved::Local,
+            },
+            (pl, None, _) => match home(pl) {
+                Some(h) if !h.is_empty() => Resolved::Chat(Target { platform: pl.into(), chat_id: h, thread_id: None }),
+                Some(_) => Resolved::Invalid(format!("no home channel for {pl} ({}_HOME_CHANNEL)", pl.to_ascii_uppercase())),
+                None => Resolved::Invalid(format!("unknown platform `{pl}`")),
+            },
+            (pl, Some(chat), thread) => {
+                Resolved::Chat(Target { platform: pl.into(), chat_id: chat.into(), thread_id: thread.map(str::to_string) })
+            }
+        }
+    }
+
+    /// Delivers `text` for an occurrence to every target once (ledger), with the delivery
+    /// port's retries. Returns one result per target.
+    pub async fn deliver_job_output(&self, job: &Job, occ: &Occurrence, text: &str) -> Vec<DeliveryResult> {
+        let mut results = Vec::new();
+        for (label, r) in self.resolve_targets(job) {
+            let res = |status: &str, error: Option<String>| DeliveryResult { target: label.clone(), status: status.into(), error };
+            let target = match r {
+                Resolved::Local => {
+                    results.push(res("stored", None));
+                    continue;
+                }
+                Resolved::Invalid(e) => {
+                    results.push(res("failed", Some(e)));
+                    continue;
+                }
+                Resolved::Chat(t) => t,
+            };
+            let key = format!("{}:{}:{}", target.platform, target.chat_id, target.thread_id.as_deref().unwrap_or(""));
+            match self.store.ledger_begin(occ, &key).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    results.push(res("skipped", Some("already delivered for this occurrence".into())));
+                    continue;
+                }
+                Err(e) => {
+                    results.push(res("failed", Some(format!("ledger: {e}"))));
+                    continue;
+                }
+            }
+            let sent = self.delivery.send(&target, text).await;
+            let status = if sent.is_ok() { "sent" } else { "failed" };
+            if let Err(e) = self.store.ledger_finish(occ, &key, status).await {
+                tracing::warn!(job_id = %job.id, error = %e, "could not update the delivery ledger");
+            }
+            match sent {
+                Ok(()) => results.push(res("sent", None)),
+                Err(e) => {
+                    tracing::error!(job_id = %job.id, target = %label, error = %e, "job delivery failed");
+                    results.push(res("failed", Some(e.to_string())));
+                }
+            }
+        }
+        results
+    }
+}

@@ -1,0 +1,312 @@
+//! The one fire path (SPEC §2.3–§2.5, §3), shared by the ticker, Chronos, EventBridge and
+//! manual runs: verify (done by the caller) → claim the occurrence and advance the job in one
+//! conditional write → arm the next timer → run → deliver → record.
+
+use crate::app::agent::{self, TurnSpec};
+use crate::app::turns::{CAS_RETRIES, TURN_BUDGET_SECS};
+use crate::app::{App, AppError, tools};
+use crate::core::ids::SessionId;
+use crate::core::job::{Decision, Job, JobState, Occurrence, RunRecord, RunStatus, decide};
+use crate::core::session::{Message, Role};
+use crate::ports::{Claim, StoreError};
+use chrono::{DateTime, Duration, Utc};
+
+/// How early an external timer may fire and still count (clock skew).
+const EARLY_TOLERANCE_SECS: i64 = 60;
+
+/// The preamble of every job run.
+pub const PREAMBLE: &str = "You are running as a scheduled job, not in a live conversation. Your final answer is delivered \
+automatically to the job's targets, so write it as the finished message. If there is nothing worth reporting, answer exactly [SILENT].";
+
+/// What a fire did.
+#[derive(Debug, Clone)]
+pub enum FireStatus {
+    /// The job is missing, disabled, paused or completed.
+    Gone,
+    /// The occurrence was claimed before.
+    Duplicate,
+    /// The fire is for an occurrence the job has moved past (or not reached); nothing ran.
+    Stale {
+        /// The job's current next occurrence.
+        next: Option<DateTime<Utc>>,
+    },
+    /// It ran (or was recorded as missed).
+    Ran {
+        /// The run.
+        run: Box<RunRecord>,
+        /// The job's next occurrence.
+        next: Option<DateTime<Utc>>,
+    },
+}
+
+/// Whether an answer means "nothing to report": `[SILENT]` as the whole answer, or as its
+/// first or last line.
+pub fn is_silent(answer: &str) -> bool {
+    let t = answer.trim();
+    let first = t.lines().next().map(str::trim);
+    let last = t.lines().last().map(str::trim);
+    t == "[SILENT]" || first == Some("[SILENT]") || last == Some("[SILENT]")
+}
+
+impl App {
+    /// Fires the occurrence `fire_at` (default: the job's `next_run_at`) of a job.
+    #[tracing::instrument(skip(self), fields(occurrence))]
+    pub async fn fire(&self, job_id: &str, fire_at: Option<DateTime<Utc>>, trigger: &str) -> Result<FireStatus, AppError> {
+        for _ in 0..CAS_RETRIES {
+            let Some(job) = self.store.get_job(job_id).await? else { return Ok(FireStatus::Gone) };
+            if !job.enabled || !matches!(job.state, JobState::Scheduled | JobState::Running) {
+                return Ok(FireStatus::Gone);
+            }
+            let Some(at) = fire_at.or(job.next_run_at) else { return Ok(FireStatus::Gone) };
+            let occ = Occurrence::new(&job.id, at);
+            tracing::Span::current().record("occurrence", occ.key());
+            let current = job.next_run_at.map(|n| Occurrence::new(&job.id, n).fire_at);
+            if current != Some(occ.fire_at) {
+                if self.store.claim_status(&occ).await?.is_some() {
+                    return Ok(FireStatus::Duplicate);
+                }
+                self.rearm(&job).await;
+                return Ok(FireStatus::Stale { next: job.next_run_at });
+            }
+            let now = self.clock.now();
+            let tz = job.tz(self.cfg.tz);
+            let effective_now =
+                if occ.fire_at > now && occ.fire_at - now <= Duration::seconds(EARLY_TOLERANCE_SECS) { occ.fire_at } else { now };
+            let decision = decide(&job, occ.fire_at, effective_now, tz);
+            let mut adv = job.clone();
+            adv.last_run_at = Some(now);
+            match &decision {
+                Decision::NotDue => {
+                    self.rearm(&job).await;
+                    return Ok(FireStatus::Stale { next: job.next_run_at });
+                }
+                Decision::Missed => {
+                    adv.state = JobState::Completed;
+                    adv.completed_at = Some(now);
+                    adv.next_run_at = None;
+                    adv.last_status = Some(RunStatus::Missed);
+                    adv.last_error =
+                        Some(format!("missed: the one-shot was due at {} and the agent was not awake within 120 s", occ.fire_at));
+                }
+                Decision::Run { next, late } => {
+                    if *late {
+                        tracing::warn!(job_id = %job.id, "late occurrence: running once, skipping the backlog");
+                    }
+                    adv.next_run_at = *next;
+                    adv.state = JobState::Running;
+                    adv.repeat.completed = adv.repeat.completed.saturating_add(1);
+                }
+            }
+            let claimed = match self.store.claim_occurrence(&occ, &adv).await {
+                Ok(Claim::Claimed(j)) => *j,
+                Ok(Claim::Duplicate) => return Ok(FireStatus::Duplicate),
+                Err(StoreError::Conflict(_)) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            // Arm the next timer before running, so a crash mid-run skips at most this one.
+            self.rearm(&claimed).await;
+            let run = match decision {
+                Decision::Missed => self.record_missed(&claimed, &occ, trigger).await,
+                _ => self.run_job(&claimed, &occ, trigger).await,
+            };
+            let next = self.finalize(&claimed, &run).await?;
+            return Ok(FireStatus::Ran { run: Box::new(run), next });
+        }
+        Err(AppError::Contended)
+    }
+
+    /// Runs a job now (manual `run`): its own occurrence at the current second, through the
+    /// same claim; the schedule is not advanced. A second manual run within the same second
+    /// takes the next free second (each manual run is its own occurrence).
+    pub async fn run_now(&self, job_id: &str) -> Result<FireStatus, AppError> {
+        let mut bump = 0;
+        for _ in 0..CAS_RETRIES {
+            let Some(job) = self.store.get_job(job_id).await? else { return Err(AppError::NotFound(format!("no job `{job_id}`"))) };
+            let occ = Occurrence::new(&job.id, self.clock.now() + Duration::seconds(bump));
+            let mut adv = job.clone();
+            adv.last_run_at = Some(self.clock.now());
+            let claimed = match self.store.claim_occurrence(&occ, &adv).await {
+                Ok(Claim::Claimed(j)) => *j,
+                Ok(Claim::Duplicate) => {
+                    bump += 1;
+                    continue;
+                }
+                Err(StoreError::Conflict(_)) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            let run = self.run_job(&claimed, &occ, "manual").await;
+            let next = self.finalize(&claimed, &run).await?;
+            return Ok(FireStatus::Ran { run: Box::new(run), next });
+        }
+        Err(AppError::Contended)
+    }
+
+    async fn record_missed(&self, job: &Job, occ: &Occurrence, trigger: &str) -> RunRecord {
+        let now = self.clock.now();
+        let text = format!("⏰ Scheduled job '{}' was missed: it was due at {} and did not run.", job.name, occ.fire_at.to_rfc3339());
+        let deliveries = self.deliver_job_output(job, occ, &text).await;
+        RunRecord {
+            run_id: run_id(occ, now),
+            job_id: job.id.clone(),
+            fire_at: occ.fire_at,
+            trigger: trigger.into(),
+            started_at: now,
+            finished_at: Some(now),
+            status: "missed".into(),
+            output: text,
+            error: job.last_error.clone(),
+            deliveries,
+            session_id: String::new(),
+        }
+    }
+
+    /// Builds the job prompt: skills' SKILL.md in order, then the job prompt.
+    fn job_prompt(&self, job: &Job) -> Result<String, String> {
+        let mut parts = Vec::new();
+        for s in &job.skills {
+            let path = self.home.join("skills").join(s).join("SKILL.md");
+            let text = std::fs::read_to_string(&path).map_err(|e| format!("skill `{s}` could not be read from {}: {e}", path.display()))?;
+            parts.push(format!("# Skill: {s}\n\n{}", text.trim()));
+        }
+        parts.push(job.prompt.clone());
+        Ok(parts.join("\n\n---\n\n"))
+    }
+
+    /// Runs one occurrence as a fresh session and delivers the result.
+    async fn run_job(&self, job: &Job, occ: &Occurrence, trigger: &str) -> RunRecord {
+        let started = self.clock.now();
+        let stamp = occ.fire_at.with_timezone(&self.cfg.tz).format("%Y%m%d_%H%M%S");
+        let session_id = SessionId::named(format!("cron_{}_{stamp}", job.id));
+        let mut rec = RunRecord {
+            run_id: run_id(occ, started),
+            job_id: job.id.clone(),
+            fire_at: occ.fire_at,
+            trigger: trigger.into(),
+            started_at: started,
+            finished_at: None,
+            status: "ok".into(),
+            output: String::new(),
+            error: None,
+            deliveries: vec![],
+            session_id: session_id.to_string(),
+        };
+        let answer = match self.job_prompt(job) {
+            Err(e) => Err(e),
+            Ok(prompt) => {
+                let msg = Message::text(Role::User, prompt, started);
+                match self.store.append_messages(&session_id, &[msg], None).await {
+                    Err(e) => Err(format!("store: {e}")),
+                    Ok(_) => {
+                        let spec = TurnSpec {
+                            session_id: &session_id,
+                            notes: vec![PREAMBLE.to_string()],
+                            tools: tools::job_tools(),
+                            model: job.model.clone(),
+                            system: self.system_prompt(),
+                            origin: None,
+                        };
+                        let budget = std::time::Duration::from_secs(TURN_BUDGET_SECS as u64);
+                        match tokio::time::timeout(budget, agent::run(self, spec, || async { false })).await {
+                            Ok(Ok(out)) if out.reply.trim().is_empty() => Err("the model returned an empty answer".into()),
+                            Ok(Ok(out)) => Ok(out.reply),
+                            Ok(Err(e)) => Err(e.to_string()),
+                            Err(_) => Err(format!("timed out after {TURN_BUDGET_SECS} s")),
+                        }
+                    }
+                }
+            }
+        };
+        let text = match answer {
+            Ok(a) if is_silent(&a) => {
+                rec.output = a;
+                None
+            }
+            Ok(a) => {
+                rec.output = a.clone();
+                Some(if self.cfg.settings.cron.wrap_response { format!("📋 Scheduled job: {}\n\n{a}", job.name) } else { a })
+            }
+            Err(e) => {
+                tracing::error!(job_id = %job.id, error = %e, "job run failed");
+                rec.status = "error".into();
+                rec.error = Some(e.clone());
+                let line: String = e.lines().next().unwrap_or_default().chars().take(300).collect();
+                Some(format!("⚠️ Scheduled job '{}' failed: {line}", job.name))
+            }
+        };
+        if let Some(text) = text {
+            rec.deliveries = self.deliver_job_output(job, occ, &text).await;
+            if rec.status == "ok" && rec.deliveries.iter().any(|d| d.status == "failed") {
+                rec.status = "delivery_failed".into();
+            }
+        }
+        rec.finished_at = Some(self.clock.now());
+        rec
+    }
+
+    /// Records the run on the job (status, state) and its claim; returns the next occurrence.
+    async fn finalize(&self, claimed: &Job, run: &RunRecord) -> Result<Option<DateTime<Utc>>, AppError> {
+        let status = match run.status.as_str() {
+            "ok" => RunStatus::Ok,
+            "missed" => RunStatus::Missed,
+            "delivery_failed" => RunStatus::DeliveryFailed,
+            _ => RunStatus::Error,
+        };
+        let mut next = claimed.next_run_at;
+        for _ in 0..CAS_RETRIES {
+            let Some(mut j) = self.store.get_job(&claimed.id).await? else { break };
+            j.last_status = Some(status);
+            j.last_error = run.error.clone().or_else(|| run.deliveries.iter().find_map(|d| d.error.clone()));
+            if j.state == JobState::Running {
+                if j.next_run_at.is_none() {
+                    j.state = JobState::Completed;
+                    j.completed_at = Some(self.clock.now());
+                } else {
+                    j.state = JobState::Scheduled;
+                }
+            }
+            next = j.next_run_at;
+            match self.store.put_job(&j).await {
+                Ok(j) => {
+                    self.rearm(&j).await;
+                    break;
+                }
+                Err(StoreError::Conflict(_)) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        self.store.finish_run(run, self.cfg.settings.cron.output_retention).await?;
+        Ok(next)
+    }
+
+    /// Asks the timer provider to match the job; failures are logged (reconcile retries).
+    pub(crate) async fn rearm(&self, job: &Job) {
+        if let Err(e) = self.timers.arm(job).await {
+            tracing::error!(job_id = %job.id, provider = self.timers.name(), error = %e, "could not arm the next timer; reconcile will retry");
+            let _ = self.store.put_meta("timers_last_error", &format!("{} {}: {e}", self.clock.now().to_rfc3339(), job.id)).await;
+        }
+    }
+}
+
+fn run_id(occ: &Occurrence, now: DateTime<Utc>) -> String {
+    format!(
+        "{}-{}-{:06x}",
+        occ.job_id,
+        occ.fire_at.format("%Y%m%dT%H%M%SZ"),
+        (now.timestamp_subsec_micros() ^ rand::random::<u32>()) & 0xff_ffff
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_silent;
+
+    #[test]
+    fn silent_rules() {
+        assert!(is_silent("[SILENT]"));
+        assert!(is_silent("  [SILENT]\n"));
+        assert!(is_silent("[SILENT]\nnothing new today"));
+        assert!(is_silent("checked everything\n[SILENT]"));
+        assert!(!is_silent("The answer mentions [SILENT] inline"));
+        assert!(!is_silent(""));
+    }
+}

@@ -1,0 +1,279 @@
+//! Job management use cases: create, update, pause/resume, remove, jobs.json sync, and the
+//! ticker's job pass. Every change re-arms (or cancels) the job's timer.
+
+use crate::app::turns::CAS_RETRIES;
+use crate::app::{App, AppError, FireStatus};
+use crate::core::job::{COMPLETED_RETENTION_DAYS, Job, JobState};
+use crate::core::jobfile::{self, JobSpec};
+use crate::core::schedule;
+use crate::ports::StoreError;
+use chrono::Duration;
+use serde::Serialize;
+use serde_json::Value;
+
+/// What a jobs.json sync changed.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SyncReport {
+    /// The file read.
+    pub file: String,
+    /// New jobs.
+    pub created: Vec<String>,
+    /// Existing jobs whose definition was updated (run state kept).
+    pub updated: Vec<String>,
+    /// Declared jobs removed from the file, now disabled.
+    pub disabled: Vec<String>,
+}
+
+impl App {
+    /// Builds a new job from a validated spec (refuses past one-shots and existing ids).
+    pub async fn create_job(&self, spec: JobSpec, declared: bool) -> Result<Job, AppError> {
+        if spec.past_one_shot {
+            return Err(AppError::BadRequest(format!("the one-shot time of `{}` is in the past; {}", spec.id, schedule::ACCEPTED)));
+        }
+        let now = self.clock.now();
+        let mut job = Job {
+            id: spec.id.clone(),
+            name: spec.name.clone(),
+            schedule_text: spec.schedule_text.clone(),
+            schedule: spec.schedule.clone(),
+            prompt: spec.prompt.clone(),
+            skills: spec.skills.clone(),
+            deliver: spec.deliver.clone(),
+            enabled: spec.enabled,
+            repeat: spec.repeat,
+            model: spec.model.clone(),
+            timezone: spec.timezone.clone(),
+            origin: spec.origin.clone(),
+            declared,
+            extra: spec.extra.clone(),
+            next_run_at: None,
+            last_run_at: None,
+            last_status: None,
+            last_error: None,
+            state: JobState::Scheduled,
+            paused_at: None,
+            completed_at: None,
+            created_at: now,
+            version: 0,
+        };
+        job.next_run_at = Job::first_run(&job.schedule, now, job.tz(self.cfg.tz));
+        let job = match self.store.put_job(&job).await {
+            Ok(j) => j,
+            Err(StoreError::Conflict(_)) => return Err(AppError::BadRequest(format!("a job with id `{}` already exists", spec.id))),
+            Err(e) => return Err(e.into()),
+        };
+        self.rearm(&job).await;
+        tracing::info!(job_id = %job.id, next = ?job.next_run_at, "job created");
+        Ok(job)
+    }
+
+    /// Finds a job by id, else by exact name.
+    pub async fn find_job(&self, id_or_name: &str) -> Result<Job, AppError> {
+        if let Some(j) = self.store.get_job(id_or_name).await? {
+            return Ok(j);
+        }
+        let all = self.store.list_jobs().await?;
+        let mut hits = all.into_iter().filter(|j| j.name == id_or_name);
+        match (hits.next(), hits.next()) {
+            (Some(j), None) => Ok(j),
+            (Some(_), Some(_)) => Err(AppError::BadRequest(format!("several jobs are named `{id_or_name}`; use the id"))),
+            _ => Err(AppError::NotFound(format!("no job `{id_or_name}`"))),
+        }
+    }
+
+    /// Applies `f` to a job with compare-and-set and re-arms it.
+    pub(crate) async fn modify_job<F>(&self, id: &str, f: F) -> Result<Job, AppError>
+    where
+        F: Fn(&mut Job) -> Result<(), AppError>,
+    {
+        for _ in 0..CAS_RETRIES {
+            let mut j = self.find_job(id).await?;
+            f(&mut j)?;
+            match self.store.put_job(&j).await {
+                Ok(j) => {
+                    self.rearm(&j).await;
+                    return Ok(j);
+                }
+                Err(StoreError::Conflict(_)) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(AppError::Contended)
+    }
+
+    /// Updates definition fields from a JSON patch (same field names as jobs.json).
+    pub async fn update_job(&self, id: &str, patch: &Value) -> Result<Job, AppError> {
+        let obj = patch.as_object().ok_or_else(|| AppError::BadRequest("the update must be a JSON object".into()))?;
+        let now = self.clock.now();
+        let tz = self.cfg.tz;
+        self.modify_job(id, |j| {
+            let mut merged = serde_json::json!({
+                "id": j.id, "name": j.name, "schedule": j.schedule_text, "prompt": j.prompt, "skills": j.skills,
+                "deliver": j.deliver, "enabled": j.enabled, "repeat": j.repeat, "model": j.model, "timezone": j.timezone, "origin": j.origin,
+            });
+            for (k, v) in obj {
+                if k != "id" {
+                    merged[k] = v.clone();
+                }
+            }
+            if obj.contains_key("description") && !obj.contains_key("prompt") {
+                merged["prompt"] = obj["description"].clone();
+            }
+            let spec = jobfile::parse_job(&merged, now, tz).map_err(AppError::BadRequest)?;
+            apply_spec(j, &spec, now, tz)
+        })
+        .await
+    }
+
+    /// Pauses or resumes a job.
+    pub async fn set_paused(&self, id: &str, paused: bool) -> Result<Job, AppError> {
+        let now = self.clock.now();
+        let tz = self.cfg.tz;
+        self.modify_job(id, |j| {
+            match (paused, j.state) {
+                (true, JobState::Scheduled | JobState::Running) => {
+                    j.state = JobState::Paused;
+                    j.paused_at = Some(now);
+                }
+                (false, JobState::Paused) => {
+                    j.state = JobState::Scheduled;
+                    j.paused_at = None;
+                    // Skip what was missed while paused.
+                    if j.next_run_at.is_none_or(|n| n <= now) && j.schedule.is_recurring() {
+                        j.next_run_at = j.schedule.next_after(now, j.tz(tz));
+                    }
+                }
+                (true, JobState::Paused) | (false, JobState::Scheduled | JobState::Running) => {}
+                (_, s) => {
+                    return Err(AppError::BadRequest(format!("job `{}` is {s:?} and cannot be paused or resumed", j.id).to_lowercase()));
+                }
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// Removes a job and cancels its timer.
+    pub async fn remove_job(&self, id: &str) -> Result<Job, AppError> {
+        let j = self.find_job(id).await?;
+        self.store.delete_job(&j.id).await?;
+        if let Err(e) = self.timers.cancel(&j.id).await {
+            tracing::error!(job_id = %j.id, error = %e, "could not cancel the timer; reconcile will retry");
+        }
+        Ok(j)
+    }
+
+    /// Syncs `jobs.json` into the store: upsert by id keeping run state, disable declared jobs
+    /// that left the file. A malformed file changes nothing.
+    pub async fn sync_jobs_file(&self) -> Result<SyncReport, AppError> {
+        let path = self.home.join(&self.cfg.settings.cron.jobs_file);
+        let mut report = SyncReport { file: path.display().to_string(), ..SyncReport::default() };
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(report),
+            Err(e) => return Err(AppError::BadRequest(format!("{}: cannot read: {e}", path.display()))),
+        };
+        let now = self.clock.now();
+        let specs = jobfile::parse_file(&text, &report.file, now, self.cfg.tz).map_err(|e| AppError::BadRequest(e.to_string()))?;
+        let existing = self.store.list_jobs().await?;
+        // Validate everything before the first write.
+        for (i, s) in specs.iter().enumerate() {
+            if s.past_one_shot && !existing.iter().any(|j| j.id == s.id) {
+                return Err(AppError::BadRequest(format!("{}: job #{i} ({}): the one-shot time is in the past", report.file, s.id)));
+            }
+        }
+        for s in &specs {
+            match existing.iter().find(|j| j.id == s.id) {
+                None => {
+                    self.create_job(s.clone(), true).await?;
+                    report.created.push(s.id.clone());
+                }
+                Some(_) => {
+                    let tz = self.cfg.tz;
+                    self.modify_job(&s.id, |j| {
+                        j.declared = true;
+                        j.extra = s.extra.clone();
+                        apply_spec(j, s, now, tz)
+                    })
+                    .await?;
+                    report.updated.push(s.id.clone());
+                }
+            }
+        }
+        for j in existing.iter().filter(|j| j.declared && j.enabled && !specs.iter().any(|s| s.id == j.id)) {
+            self.modify_job(&j.id, |j| {
+                j.enabled = false;
+                Ok(())
+            })
+            .await?;
+            report.disabled.push(j.id.clone());
+        }
+        tracing::info!(
+            created = report.created.len(),
+            updated = report.updated.len(),
+            disabled = report.disabled.len(),
+            "jobs.json synced"
+        );
+        Ok(report)
+    }
+
+    /// The ticker's job pass: fires every due job through the shared path and purges jobs
+    /// completed more than 7 days ago. With `wait`, returns after the runs.
+    pub async fn tick_jobs(&self, wait: bool) -> Result<usize, AppError> {
+        let now = self.clock.now();
+        let due = self.store.due_jobs(now, 500).await?;
+        let mut tasks = Vec::new();
+        for j in due {
+            let app = self.clone();
+            tasks.push(tokio::spawn(async move {
+                match app.fire(&j.id, j.next_run_at, "ticker").await {
+                    Ok(FireStatus::Ran { run, .. }) => tracing::info!(job_id = %j.id, status = %run.status, "job ran"),
+                    Ok(other) => tracing::debug!(job_id = %j.id, ?other, "tick fire"),
+                    Err(e) => tracing::error!(job_id = %j.id, error = %e, "tick fire failed"),
+                }
+            }));
+        }
+        let n = tasks.len();
+        if wait {
+            for t in tasks {
+                t.await.ok();
+            }
+        }
+        for j in self.store.list_jobs().await? {
+            if j.state == JobState::Completed && j.completed_at.is_some_and(|c| now - c > Duration::days(COMPLETED_RETENTION_DAYS)) {
+                self.store.delete_job(&j.id).await?;
+            }
+        }
+        Ok(n)
+    }
+}
+
+/// Lays a validated definition over a stored job, keeping its run state; a changed schedule
+/// (or zone) recomputes the next occurrence.
+fn apply_spec(j: &mut Job, s: &JobSpec, now: chrono::DateTime<chrono::Utc>, tz: chrono_tz::Tz) -> Result<(), AppError> {
+    let schedule_changed = j.schedule != s.schedule || j.timezone != s.timezone;
+    j.name = s.name.clone();
+    j.schedule_text = s.schedule_text.clone();
+    j.schedule = s.schedule.clone();
+    j.prompt = s.prompt.clone();
+    j.skills = s.skills.clone();
+    j.deliver = s.deliver.clone();
+    j.enabled = s.enabled;
+    j.repeat.times = s.repeat.times;
+    j.model = s.model.clone();
+    j.timezone = s.timezone.clone();
+    if s.origin.is_some() {
+        j.origin = s.origin.clone();
+    }
+    if schedule_changed {
+        if s.past_one_shot {
+            return Err(AppError::BadRequest(format!("the one-shot time of `{}` is in the past", s.id)));
+        }
+        j.next_run_at = Job::first_run(&j.schedule, now, j.tz(tz));
+        if j.state == JobState::Completed && j.next_run_at.is_some() {
+            j.state = JobState::Scheduled;
+            j.completed_at = None;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,48 @@
+//! `cron status` and `/status` schedule lines: provider in use and why, armed timers, last
+//! tick, last timer error, next jobs for a chat.
+
+use crate::app::{App, AppError};
+use crate::core::session::SessionEntry;
+use serde_json::{Value, json};
+
+/// Store record holding the time of the last ticker pass.
+pub const LAST_TICK_KEY: &str = "last_tick";
+
+impl App {
+    /// The scheduler's status as JSON.
+    pub async fn cron_status(&self) -> Result<Value, AppError> {
+        let choice = crate::config::provider::choose(&self.cfg, false);
+        let jobs = self.store.list_jobs().await?;
+        let armed: Vec<Value> = jobs.iter().filter(|j| j.armed()).map(|j| json!({"job_id": j.id, "fire_at": j.next_run_at})).collect();
+        Ok(json!({
+            "provider": self.timers.name(),
+            "configured_choice": choice.provider,
+            "why": choice.why,
+            "missing": choice.missing,
+            "jobs": jobs.len(),
+            "armed": armed,
+            "last_tick": self.store.get_meta(LAST_TICK_KEY).await?,
+            "last_timer_error": self.store.get_meta("timers_last_error").await?,
+            "store": self.store.kind(),
+        }))
+    }
+
+    /// `/status` lines about the next scheduled jobs of this chat.
+    pub(crate) async fn status_jobs(&self, e: &SessionEntry) -> Vec<String> {
+        let Ok(jobs) = self.store.list_jobs().await else { return vec![] };
+        let mut mine: Vec<_> = jobs
+            .into_iter()
+            .filter(|j| j.armed() && j.origin.as_ref().is_some_and(|o| o.platform == e.origin.platform && o.chat_id == e.origin.chat_id))
+            .collect();
+        mine.sort_by_key(|j| j.next_run_at);
+        if mine.is_empty() {
+            return vec!["Scheduled jobs: none for this chat".into()];
+        }
+        let mut out = vec!["Next scheduled jobs:".to_string()];
+        for j in mine.iter().take(5) {
+            let at = j.next_run_at.map(|t| t.with_timezone(&self.cfg.tz).format("%Y-%m-%d %H:%M").to_string()).unwrap_or_default();
+            out.push(format!("• {} — {} ({})", j.name, at, j.schedule.display()));
+        }
+        out
+    }
+}

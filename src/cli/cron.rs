@@ -1,0 +1,161 @@
+//! `hermes-zero cron …`: job management from the terminal, through the same use cases as the
+//! API and the `cronjob` tool.
+
+use super::{CronCmd, JobFlags};
+use crate::app::{App, AppError, FireStatus};
+use crate::core::job::Job;
+use crate::core::jobfile;
+use crate::runtime::ticker;
+use serde_json::{Value, json};
+use std::process::ExitCode;
+
+fn flags_json(v: &mut Value, f: &JobFlags) {
+    if let Some(n) = &f.name {
+        v["name"] = json!(n);
+    }
+    if let Some(d) = &f.deliver {
+        v["deliver"] = json!(d);
+    }
+    if !f.skills.is_empty() {
+        v["skills"] = json!(f.skills);
+    }
+    if let Some(r) = &f.repeat {
+        v["repeat"] = json!(r);
+    }
+}
+
+fn fmt_time(app: &App, t: Option<chrono::DateTime<chrono::Utc>>) -> String {
+    t.map_or_else(|| "-".into(), |t| t.with_timezone(&app.cfg.tz).format("%Y-%m-%d %H:%M %Z").to_string())
+}
+
+fn print_jobs(app: &App, jobs: &[Job]) {
+    if jobs.is_empty() {
+        println!("no jobs (add one with: hermes-zero cron add \"every 1h\" \"check the news\")");
+        return;
+    }
+    println!("{:<22} {:<22} {:<10} {:<22} {:<14}", "ID", "SCHEDULE", "STATE", "NEXT RUN", "LAST STATUS");
+    for j in jobs {
+        let last = j.last_status.map_or("-".to_string(), |s| format!("{s:?}").to_lowercase());
+        println!(
+            "{:<22} {:<22} {:<10} {:<22} {:<14}",
+            j.id,
+            j.schedule_text,
+            format!("{:?}", j.state).to_lowercase(),
+            fmt_time(app, j.next_run_at),
+            last
+        );
+    }
+}
+
+/// Runs a `cron` sub-command.
+pub async fn run(app: App, cmd: CronCmd) -> anyhow::Result<ExitCode> {
+    match exec(&app, cmd).await {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(AppError::BadRequest(m) | AppError::NotFound(m)) => {
+            eprintln!("hermes-zero: {m}");
+            Ok(ExitCode::FAILURE)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+async fn exec(app: &App, cmd: CronCmd) -> Result<(), AppError> {
+    match cmd {
+        CronCmd::List { all, json } => {
+            let jobs: Vec<Job> = app
+                .store
+                .list_jobs()
+                .await?
+                .into_iter()
+                .filter(|j| all || j.armed() || j.state == crate::core::job::JobState::Paused)
+                .collect();
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&jobs.iter().map(crate::app::job_view).collect::<Vec<_>>()).unwrap_or_default()
+                );
+            } else {
+                print_jobs(app, &jobs);
+            }
+        }
+        CronCmd::Add { schedule, prompt, flags } => {
+            let mut v = json!({"schedule": schedule, "prompt": prompt});
+            flags_json(&mut v, &flags);
+            if flags.name.is_none() {
+                v["id"] = json!(crate::core::job::new_id());
+            }
+            let spec = jobfile::parse_job(&v, app.clock.now(), app.cfg.tz).map_err(AppError::BadRequest)?;
+            let j = app.create_job(spec, false).await?;
+            println!("{}", j.id);
+            eprintln!("created `{}` ({}), next run {}", j.name, j.schedule.display(), fmt_time(app, j.next_run_at));
+        }
+        CronCmd::Edit { id, schedule, prompt, flags } => {
+            let mut v = json!({});
+            if let Some(s) = schedule {
+                v["schedule"] = json!(s);
+            }
+            if let Some(p) = prompt {
+                v["prompt"] = json!(p);
+            }
+            flags_json(&mut v, &flags);
+            let j = app.update_job(&id, &v).await?;
+            println!("updated {}: {}, next run {}", j.id, j.schedule.display(), fmt_time(app, j.next_run_at));
+        }
+        CronCmd::Pause { id } => println!("paused {}", app.set_paused(&id, true).await?.id),
+        CronCmd::Resume { id } => {
+            let j = app.set_paused(&id, false).await?;
+            println!("resumed {}, next run {}", j.id, fmt_time(app, j.next_run_at));
+        }
+        CronCmd::Remove { id } => println!("removed {}", app.remove_job(&id).await?.id),
+        CronCmd::Run { id } => {
+            let j = app.find_job(&id).await?;
+            match app.run_now(&j.id).await? {
+                FireStatus::Ran { run, .. } => {
+                    println!("run {}: {}", run.run_id, run.status);
+                    if !run.output.is_empty() {
+                        println!("{}", run.output);
+                    }
+                    if let Some(e) = run.error {
+                        eprintln!("error: {e}");
+                    }
+                }
+                other => println!("{other:?}"),
+            }
+        }
+        CronCmd::Runs { id, json } => {
+            let j = app.find_job(&id).await?;
+            let runs = app.store.list_runs(&j.id, 50).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&runs).unwrap_or_default());
+            } else if runs.is_empty() {
+                println!("no runs of {} yet", j.id);
+            } else {
+                for r in runs {
+                    println!("{} [{}] fire_at {} via {}", r.run_id, r.status, r.fire_at.to_rfc3339(), r.trigger);
+                    for d in &r.deliveries {
+                        println!("  → {} {}{}", d.target, d.status, d.error.as_ref().map(|e| format!(" ({e})")).unwrap_or_default());
+                    }
+                    if let Some(e) = &r.error {
+                        println!("  error: {e}");
+                    }
+                    for line in r.output.lines() {
+                        println!("  | {line}");
+                    }
+                }
+            }
+        }
+        CronCmd::Sync => {
+            let r = app.sync_jobs_file().await?;
+            println!("{}: {} created, {} updated, {} disabled", r.file, r.created.len(), r.updated.len(), r.disabled.len());
+        }
+        CronCmd::Tick => {
+            ticker::tick(app, true).await;
+            println!("tick done");
+        }
+        CronCmd::Status => {
+            let s = app.cron_status().await?;
+            println!("{}", serde_json::to_string_pretty(&s).unwrap_or_default());
+        }
+    }
+    Ok(())
+}

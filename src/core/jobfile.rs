@@ -1,0 +1,291 @@
+//! jobs.json and job definitions (CONTRACT §6): both the seed's short form (`description`,
+//! `skill`, `deliver_to`) and Hermes' own form (`prompt`, `skills`, `deliver`, `repeat`,
+//! parsed `schedule` objects). Unknown fields are kept; errors name the job index and reason.
+
+use crate::core::job::{JobOrigin, Repeat, valid_id};
+use crate::core::schedule::{self, Schedule, ScheduleError};
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use serde_json::{Map, Value};
+
+/// A job definition, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobSpec {
+    /// Id.
+    pub id: String,
+    /// Name.
+    pub name: String,
+    /// Schedule as written.
+    pub schedule_text: String,
+    /// Parsed schedule.
+    pub schedule: Schedule,
+    /// A one-shot whose time has passed (allowed only for jobs that already exist).
+    pub past_one_shot: bool,
+    /// Prompt.
+    pub prompt: String,
+    /// Skills.
+    pub skills: Vec<String>,
+    /// Delivery targets.
+    pub deliver: Vec<String>,
+    /// Enabled.
+    pub enabled: bool,
+    /// Repeat.
+    pub repeat: Repeat,
+    /// Model override.
+    pub model: Option<String>,
+    /// Zone.
+    pub timezone: Option<String>,
+    /// Origin.
+    pub origin: Option<JobOrigin>,
+    /// Unknown fields.
+    pub extra: Map<String, Value>,
+}
+
+/// A refused jobs.json.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{file}: job #{index}{id}: {reason}")]
+pub struct JobFileError {
+    /// The file.
+    pub file: String,
+    /// 0-based index in the `jobs` array.
+    pub index: usize,
+    /// ` (id)` when known.
+    pub id: String,
+    /// Why.
+    pub reason: String,
+}
+
+const KNOWN: &[&str] = &[
+    "id",
+    "name",
+    "schedule",
+    "prompt",
+    "description",
+    "skills",
+    "skill",
+    "deliver",
+    "deliver_to",
+    "enabled",
+    "repeat",
+    "model",
+    "timezone",
+    "origin",
+];
+
+/// Parses a whole jobs.json text (`{"jobs":[…]}` or a bare list). All or nothing.
+pub fn parse_file(text: &str, file: &str, now: DateTime<Utc>, tz: Tz) -> Result<Vec<JobSpec>, JobFileError> {
+    let err = |index, id: &str, reason: String| JobFileError {
+        file: file.to_string(),
+        index,
+        id: if id.is_empty() { id.into() } else { format!(" ({id})") },
+        reason,
+    };
+    let v: Value = serde_json::from_str(text).map_err(|e| JobFileError {
+        file: file.into(),
+        index: 0,
+        id: String::new(),
+        reason: format!("not valid JSON: {e}"),
+    })?;
+    let list = match &v {
+        Value::Array(a) => a,
+        Value::Object(o) => match o.get("jobs") {
+            Some(Value::Array(a)) => a,
+            _ => {
+                return Err(JobFileError {
+                    file: file.into(),
+                    index: 0,
+                    id: String::new(),
+                    reason: "expected {\"jobs\": [...]} or a list of jobs".into(),
+                });
+            }
+        },
+        _ => {
+            return Err(JobFileError {
+                file: file.into(),
+                index: 0,
+                id: String::new(),
+                reason: "expected {\"jobs\": [...]} or a list of jobs".into(),
+            });
+        }
+    };
+    let mut out: Vec<JobSpec> = Vec::with_capacity(list.len());
+    for (i, j) in list.iter().enumerate() {
+        let id = j.get("id").and_then(Value::as_str).unwrap_or_default();
+        let spec = parse_job(j, now, tz).map_err(|r| err(i, id, r))?;
+        if out.iter().any(|o| o.id == spec.id) {
+            return Err(err(i, &spec.id, "duplicate id".into()));
+        }
+        out.push(spec);
+    }
+    Ok(out)
+}
+
+fn string_list(v: &Value, field: &str) -> Result<Vec<String>, String> {
+    match v {
+        Value::Null => Ok(vec![]),
+        Value::String(s) => Ok(s.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()),
+        Value::Array(a) => {
+            a.iter().map(|x| x.as_str().map(|s| s.trim().to_string()).ok_or_else(|| format!("`{field}` must list strings"))).collect()
+        }
+        _ => Err(format!("`{field}` must be a string or a list of strings")),
+    }
+}
+
+/// Validates one delivery target.
+pub fn check_target(t: &str) -> Result<(), String> {
+    let mut parts = t.split(':');
+    let platform = parts.next().unwrap_or_default();
+    let ok_platform = !platform.is_empty() && platform.chars().all(|c| c.is_ascii_lowercase());
+    let rest: Vec<&str> = parts.collect();
+    if ok_platform && rest.len() <= 2 && rest.iter().all(|p| !p.is_empty() && !p.contains(char::is_whitespace)) {
+        Ok(())
+    } else {
+        Err(format!("invalid delivery target `{t}` (use local, origin, a platform like telegram, or platform:chat_id[:thread_id])"))
+    }
+}
+
+fn parse_deliver(j: &Value) -> Result<Vec<String>, String> {
+    let mut out = string_list(j.get("deliver").unwrap_or(&Value::Null), "deliver")?;
+    if let Some(d) = j.get("deliver_to").filter(|d| !d.is_null()) {
+        let p = d.get("platform").and_then(Value::as_str).ok_or("`deliver_to.platform` is required")?;
+        let c = d
+            .get("chat_id")
+            .map(|c| c.as_str().map(str::to_string).unwrap_or_else(|| c.to_string()))
+            .ok_or("`deliver_to.chat_id` is required")?;
+        let mut t = format!("{p}:{}", c.trim_matches('"'));
+        if let Some(th) = d.get("thread_id").filter(|t| !t.is_null()) {
+            t.push(':');
+            t.push_str(th.as_str().map(str::to_string).unwrap_or_else(|| th.to_string()).trim_matches('"'));
+        }
+        out.push(t);
+    }
+    let mut seen = Vec::new();
+    for t in out {
+        check_target(&t)?;
+        if !seen.contains(&t) {
+            seen.push(t);
+        }
+    }
+    Ok(seen)
+}
+
+/// Parses `repeat`: `{times, completed}`, `"forever"`, `"once"` or a number.
+pub fn parse_repeat(v: &Value) -> Result<Repeat, String> {
+    match v {
+        Value::Null => Ok(Repeat::default()),
+        Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
+            "forever" | "" => Ok(Repeat::default()),
+            "once" => Ok(Repeat { times: Some(1), completed: 0 }),
+            n => n
+                .parse::<u32>()
+                .ok()
+                .filter(|n| *n > 0)
+                .map(|n| Repeat { times: Some(n), completed: 0 })
+                .ok_or_else(|| format!("invalid repeat `{s}`")),
+        },
+        Value::Number(n) => n
+            .as_u64()
+            .filter(|n| *n > 0 && *n <= u64::from(u32::MAX))
+            .map(|n| Repeat { times: Some(n as u32), completed: 0 })
+            .ok_or_else(|| "repeat must be a positive number".into()),
+        Value::Object(o) => {
+            let times = match o.get("times") {
+                None | Some(Value::Null) => None,
+                Some(t) => {
+                    Some(t.as_u64().filter(|n| *n > 0 && *n <= u64::from(u32::MAX)).ok_or("repeat.times must be a positive number")? as u32)
+                }
+            };
+            let completed = o.get("completed").and_then(Value::as_u64).unwrap_or(0).min(u64::from(u32::MAX)) as u32;
+            Ok(Repeat { times, completed })
+        }
+        _ => Err("repeat must be {times, completed}, \"forever\", \"once\" or a number".into()),
+    }
+}
+
+fn parse_schedule(v: &Value, now: DateTime<Utc>, tz: Tz) -> Result<(String, Schedule, bool), String> {
+    let text = match v {
+        Value::String(s) => s.trim().to_string(),
+        Value::Object(_) => v.get("display").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| v.to_string()),
+        Value::Null => return Err("`schedule` is required".into()),
+        _ => return Err("`schedule` must be a string or a schedule object".into()),
+    };
+    match schedule::parse_value(v, now, tz) {
+        Ok(s) => Ok((if v.is_string() { text } else { s.to_text() }, s, false)),
+        Err(ScheduleError::InPast(_)) => {
+            let s = schedule::parse_value(v, DateTime::<Utc>::MIN_UTC, tz).map_err(|e| e.to_string())?;
+            Ok((if v.is_string() { text } else { s.to_text() }, s, true))
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn opt_str(j: &Value, k: &str) -> Result<Option<String>, String> {
+    match j.get(k) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.trim().to_string())),
+        Some(_) => Err(format!("`{k}` must be a string")),
+    }
+}
+
+/// Parses one job object (jobs.json entry, API body, tool arguments).
+pub fn parse_job(j: &Value, now: DateTime<Utc>, tz: Tz) -> Result<JobSpec, String> {
+    let o = j.as_object().ok_or("a job must be a JSON object")?;
+    let name = opt_str(j, "name")?;
+    let id = match opt_str(j, "id")? {
+        Some(id) => id,
+        None => name.as_deref().map(slug).filter(|s| !s.is_empty()).ok_or("a job needs an `id` or a `name`")?,
+    };
+    if !valid_id(&id) {
+        return Err(format!("invalid id `{id}` (1–64 of letters, digits, `_`, `-`, `.`)"));
+    }
+    let timezone = opt_str(j, "timezone")?;
+    let job_tz = match &timezone {
+        Some(z) => z.parse::<Tz>().map_err(|_| format!("`timezone` `{z}` is not an IANA timezone"))?,
+        None => tz,
+    };
+    let (schedule_text, schedule, past_one_shot) = parse_schedule(j.get("schedule").unwrap_or(&Value::Null), now, job_tz)?;
+    let prompt = opt_str(j, "prompt")?.or(opt_str(j, "description")?).ok_or("`prompt` (or `description`) is required")?;
+    let mut skills = string_list(j.get("skills").unwrap_or(&Value::Null), "skills")?;
+    skills.extend(string_list(j.get("skill").unwrap_or(&Value::Null), "skill")?);
+    for s in &skills {
+        if !valid_id(s) {
+            return Err(format!("invalid skill name `{s}`"));
+        }
+    }
+    let enabled = match j.get("enabled") {
+        None | Some(Value::Null) => true,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err("`enabled` must be true or false".into()),
+    };
+    let origin = match j.get("origin") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(serde_json::from_value::<JobOrigin>(v.clone()).map_err(|e| format!("invalid `origin`: {e}"))?),
+    };
+    let extra: Map<String, Value> = o.iter().filter(|(k, _)| !KNOWN.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
+    Ok(JobSpec {
+        name: name.unwrap_or_else(|| id.clone()),
+        id,
+        schedule_text,
+        schedule,
+        past_one_shot,
+        prompt,
+        skills,
+        deliver: parse_deliver(j)?,
+        enabled,
+        repeat: parse_repeat(j.get("repeat").unwrap_or(&Value::Null))?,
+        model: opt_str(j, "model")?,
+        timezone,
+        origin,
+        extra,
+    })
+}
+
+/// A job id from a name: lowercase letters and digits joined by `-`.
+pub fn slug(name: &str) -> String {
+    let s: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
+    s.split('-').filter(|p| !p.is_empty()).collect::<Vec<_>>().join("-").chars().take(64).collect()
+}
+
+#[cfg(test)]
+mod tests;

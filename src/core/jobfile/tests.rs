@@ -1,0 +1,88 @@
+//! jobs.json parsing: the seed verbatim, Hermes' own form, refusals.
+
+use super::*;
+use proptest::prelude::*;
+
+const SEED: &str = include_str!("../../../tests/fixtures/seed-jobs.json");
+
+fn now() -> DateTime<Utc> {
+    "2026-12-01T06:00:00Z".parse().unwrap()
+}
+
+#[test]
+fn the_seed_loads_unchanged() {
+    let jobs = parse_file(SEED, "jobs.json", now(), Tz::UTC).unwrap();
+    let ids: Vec<&str> = jobs.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, ["daily-news-summary", "weekly-code-review", "health-check"]);
+    assert_eq!(jobs[0].skills, ["ai-news-summarizer"]);
+    assert_eq!(jobs[0].deliver, ["telegram:-1001234567890"]);
+    assert_eq!(jobs[0].prompt, "每天早上 8 点抓取 AI 行业新闻并生成摘要");
+    assert_eq!(jobs[0].schedule, Schedule::Cron { expr: "0 8 * * *".into() });
+    assert_eq!(jobs[1].deliver, ["discord:123456789"]);
+    assert_eq!(jobs[1].skills, ["code-review-assistant"]);
+    assert_eq!(jobs[2].skills, ["server-health-checker"]);
+    assert_eq!(jobs[2].deliver, ["telegram:123456789"]);
+    assert!(jobs.iter().all(|j| j.enabled && j.extra.is_empty()));
+}
+
+#[test]
+fn hermes_own_form_with_parsed_schedules_and_unknown_fields() {
+    let text = r#"[
+      {"id":"a","name":"A","prompt":"p","skills":["s1","s2"],"deliver":"telegram:-100123, origin","repeat":{"times":3,"completed":1},
+       "schedule":{"kind":"cron","expr":"0 9 * * 1-5","display":"0 9 * * 1-5"},"next_run_at":"2026-12-02T09:00:00Z","custom":42},
+      {"id":"b","prompt":"p","schedule":{"kind":"interval","minutes":30},"repeat":"forever"},
+      {"id":"c","prompt":"p","schedule":{"kind":"once","run_at":"2026-12-24T18:00:00"},"repeat":"once","timezone":"Europe/Berlin"}
+    ]"#;
+    let jobs = parse_file(text, "jobs.json", now(), Tz::UTC).unwrap();
+    assert_eq!(jobs[0].deliver, ["telegram:-100123", "origin"]);
+    assert_eq!(jobs[0].repeat, Repeat { times: Some(3), completed: 1 });
+    assert_eq!(jobs[0].extra.get("custom"), Some(&serde_json::json!(42)));
+    assert!(jobs[0].extra.contains_key("next_run_at"), "Hermes' state fields are kept, not rejected");
+    assert_eq!(jobs[1].schedule, Schedule::Interval { seconds: 1800 });
+    assert_eq!(jobs[2].schedule, Schedule::Once { at: "2026-12-24T17:00:00Z".parse().unwrap() });
+    assert_eq!(jobs[2].repeat.times, Some(1));
+}
+
+#[test]
+fn malformed_files_name_the_index_and_reason() {
+    let cases = [
+        (
+            r#"{"jobs": [{"id":"ok","prompt":"p","schedule":"every 1h"}, {"id":"bad","prompt":"p","schedule":"whenever"}]}"#,
+            1,
+            "accepted forms",
+        ),
+        (r#"[{"id":"x","schedule":"every 1h"}]"#, 0, "prompt"),
+        (r#"[{"id":"x","prompt":"p","schedule":"every 1h","deliver":"telegram:a b"}]"#, 0, "delivery target"),
+        (r#"[{"id":"x","prompt":"p","schedule":"every 1h"},{"id":"x","prompt":"p","schedule":"every 2h"}]"#, 1, "duplicate id"),
+        (r#"[{"id":"x y","prompt":"p","schedule":"every 1h"}]"#, 0, "invalid id"),
+        (r#"[{"id":"x","prompt":"p","schedule":"every 1h","timezone":"Mars/Base"}]"#, 0, "IANA"),
+        (r#"[{"id":"x","prompt":"p","schedule":"every 1h","repeat":-1}]"#, 0, "repeat"),
+        (r#"{"jobs": 3}"#, 0, "expected"),
+        (r#"{"jobs": ["#, 0, "not valid JSON"),
+    ];
+    for (text, index, needle) in cases {
+        let e = parse_file(text, "/h/cron/jobs.json", now(), Tz::UTC).unwrap_err();
+        assert_eq!(e.index, index, "{text}");
+        assert!(e.to_string().contains(needle) && e.to_string().starts_with("/h/cron/jobs.json: job #"), "{e}");
+    }
+}
+
+#[test]
+fn past_one_shots_parse_but_are_flagged() {
+    let j = parse_job(&serde_json::json!({"id":"x","prompt":"p","schedule":"2020-01-01T00:00:00Z"}), now(), Tz::UTC).unwrap();
+    assert!(j.past_one_shot);
+}
+
+proptest! {
+    #[test]
+    fn arbitrary_json_never_panics(s in "\\PC{0,80}") {
+        let _ = parse_file(&s, "f", now(), Tz::UTC);
+    }
+
+    #[test]
+    fn arbitrary_job_objects_never_panic(keys in proptest::collection::vec(("(id|name|schedule|prompt|skill|skills|deliver|deliver_to|repeat|enabled|origin|timezone)", "\\PC{0,12}"), 0..8)) {
+        let mut o = serde_json::Map::new();
+        for (k, v) in keys { o.insert(k, serde_json::Value::String(v)); }
+        let _ = parse_job(&serde_json::Value::Object(o), now(), Tz::UTC);
+    }
+}

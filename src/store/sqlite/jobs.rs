@@ -1,0 +1,135 @@
+//! SQLite bodies of the job, claim, run and ledger operations of the `Store` port. Each is
+//! one immediate transaction; `claim` is the at-most-once primitive (insert-if-absent of the
+//! claim plus the job's compare-and-set, together).
+
+use super::ms;
+use crate::core::job::{Job, JobState, Occurrence, RunRecord};
+use crate::ports::{Claim, StoreError};
+use crate::store::{backend, decode, encode};
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+
+/// The index column: set only for jobs that a ticker should look at.
+fn due_at(j: &Job) -> Option<i64> {
+    // Running counts: a crash mid-run must not stop later occurrences (their claims differ).
+    (j.enabled && matches!(j.state, JobState::Scheduled | JobState::Running)).then_some(j.next_run_at.map(ms)).flatten()
+}
+
+fn write_job(tx: &Transaction<'_>, job: &Job) -> Result<Job, StoreError> {
+    let cur: Option<u64> = tx.query_row("SELECT version FROM jobs WHERE id = ?1", [&job.id], |r| r.get(0)).optional().map_err(backend)?;
+    if cur.unwrap_or(0) != job.version {
+        return Err(StoreError::Conflict(format!("job {}", job.id)));
+    }
+    let mut next = job.clone();
+    next.version += 1;
+    let doc = encode(&job.id, &next)?;
+    tx.execute(
+        "INSERT INTO jobs (id, version, due_at, doc) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT(id) DO UPDATE SET version = ?2, due_at = ?3, doc = ?4",
+        params![next.id, next.version, due_at(&next), doc],
+    )
+    .map_err(backend)?;
+    Ok(next)
+}
+
+pub(super) fn put(c: &mut Connection, job: &Job) -> Result<Job, StoreError> {
+    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
+    let j = write_job(&tx, job)?;
+    tx.commit().map_err(backend)?;
+    Ok(j)
+}
+
+pub(super) fn get(c: &Connection, id: &str) -> Result<Option<Job>, StoreError> {
+    let doc: Option<String> = c.query_row("SELECT doc FROM jobs WHERE id = ?1", [id], |r| r.get(0)).optional().map_err(backend)?;
+    doc.map(|d| decode(id, &d)).transpose()
+}
+
+pub(super) fn list(c: &Connection, due_before: Option<i64>, limit: usize) -> Result<Vec<Job>, StoreError> {
+    let (sql, arg) = match due_before {
+        Some(t) => ("SELECT doc FROM jobs WHERE due_at IS NOT NULL AND due_at <= ?1 ORDER BY due_at LIMIT ?2", t),
+        None => ("SELECT doc FROM jobs WHERE ?1 = ?1 ORDER BY id LIMIT ?2", 0),
+    };
+    let mut st = c.prepare_cached(sql).map_err(backend)?;
+    let rows = st.query_map(params![arg, limit as i64], |r| r.get::<_, String>(0)).map_err(backend)?;
+    rows.map(|r| r.map_err(backend).and_then(|d| decode("job", &d))).collect()
+}
+
+pub(super) fn delete(c: &Connection, id: &str) -> Result<bool, StoreError> {
+    c.execute("DELETE FROM jobs WHERE id = ?1", [id]).map(|n| n > 0).map_err(backend)
+}
+
+pub(super) fn claim(c: &mut Connection, occ: &Occurrence, job: &Job, now: DateTime<Utc>) -> Result<Claim, StoreError> {
+    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
+    let n = tx
+        .execute(
+            "INSERT OR IGNORE INTO claims (job_id, fire_at, status, claimed_at) VALUES (?1, ?2, 'claimed', ?3)",
+            params![occ.job_id, occ.fire_at.timestamp(), ms(now)],
+        )
+        .map_err(backend)?;
+    if n == 0 {
+        return Ok(Claim::Duplicate);
+    }
+    let j = write_job(&tx, job)?;
+    tx.commit().map_err(backend)?;
+    Ok(Claim::Claimed(Box::new(j)))
+}
+
+pub(super) fn claim_status(c: &Connection, occ: &Occurrence) -> Result<Option<String>, StoreError> {
+    c.query_row("SELECT status FROM claims WHERE job_id = ?1 AND fire_at = ?2", params![occ.job_id, occ.fire_at.timestamp()], |r| r.get(0))
+        .optional()
+        .map_err(backend)
+}
+
+pub(super) fn finish_run(c: &mut Connection, run: &RunRecord, retention: usize) -> Result<(), StoreError> {
+    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
+    tx.execute(
+        "UPDATE claims SET status = ?3 WHERE job_id = ?1 AND fire_at = ?2",
+        params![run.job_id, run.fire_at.timestamp(), run.status],
+    )
+    .map_err(backend)?;
+    tx.execute(
+        "INSERT INTO runs (run_id, job_id, started_at, doc) VALUES (?1, ?2, ?3, ?4) ON CONFLICT(run_id) DO UPDATE SET doc = ?4",
+        params![run.run_id, run.job_id, ms(run.started_at), encode("run", run)?],
+    )
+    .map_err(backend)?;
+    tx.execute(
+        "DELETE FROM runs WHERE job_id = ?1 AND run_id NOT IN (SELECT run_id FROM runs WHERE job_id = ?1 ORDER BY started_at DESC, run_id DESC LIMIT ?2)",
+        params![run.job_id, retention as i64],
+    )
+    .map_err(backend)?;
+    tx.commit().map_err(backend)
+}
+
+pub(super) fn list_runs(c: &Connection, job_id: &str, limit: usize) -> Result<Vec<RunRecord>, StoreError> {
+    let mut st =
+        c.prepare_cached("SELECT doc FROM runs WHERE job_id = ?1 ORDER BY started_at DESC, run_id DESC LIMIT ?2").map_err(backend)?;
+    let rows = st.query_map(params![job_id, limit as i64], |r| r.get::<_, String>(0)).map_err(backend)?;
+    rows.map(|r| r.map_err(backend).and_then(|d| decode("run", &d))).collect()
+}
+
+pub(super) fn ledger_begin(c: &Connection, occ: &Occurrence, target: &str, now: DateTime<Utc>) -> Result<bool, StoreError> {
+    c.execute(
+        "INSERT OR IGNORE INTO deliveries (job_id, fire_at, target, status, at) VALUES (?1, ?2, ?3, 'sending', ?4)",
+        params![occ.job_id, occ.fire_at.timestamp(), target, ms(now)],
+    )
+    .map(|n| n > 0)
+    .map_err(backend)
+}
+
+pub(super) fn ledger_finish(c: &Connection, occ: &Occurrence, target: &str, status: &str, now: DateTime<Utc>) -> Result<(), StoreError> {
+    c.execute(
+        "UPDATE deliveries SET status = ?4, at = ?5 WHERE job_id = ?1 AND fire_at = ?2 AND target = ?3",
+        params![occ.job_id, occ.fire_at.timestamp(), target, status, ms(now)],
+    )
+    .map(|_| ())
+    .map_err(backend)
+}
+
+pub(super) fn use_once(c: &mut Connection, key: &str, expires_at: DateTime<Utc>, now: DateTime<Utc>) -> Result<bool, StoreError> {
+    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
+    tx.execute("DELETE FROM once_keys WHERE expires_at < ?1", [ms(now)]).map_err(backend)?;
+    let n =
+        tx.execute("INSERT OR IGNORE INTO once_keys (key, expires_at) VALUES (?1, ?2)", params![key, ms(expires_at)]).map_err(backend)?;
+    tx.commit().map_err(backend)?;
+    Ok(n > 0)
+}
