@@ -1,6 +1,7 @@
 //! The command line (CONTRACT §1): parsing with clap and dispatch to the runtimes and use
 //! cases. Exit codes: 0 ok, 1 runtime error, 2 usage error, 78 bad configuration.
 
+mod checks;
 mod commands;
 mod cron;
 
@@ -46,8 +47,28 @@ pub enum Command {
         #[command(subcommand)]
         action: CronCmd,
     },
+    /// Local NAS emulator: timer API, JWKS and real signed fire callbacks.
+    ChronosDev {
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8790")]
+        listen: String,
+        /// Deliver every fire N extra times (each with a fresh jti) to test at-most-once.
+        #[arg(long, default_value_t = 0)]
+        duplicates: u32,
+        /// `aud` of the fire tokens (default agent:<cron.chronos.instance_id or hermes-zero>).
+        #[arg(long)]
+        audience: Option<String>,
+        /// Testing aid: fire timers this many seconds before their `fire_at` (the agent accepts
+        /// fires up to 60 s early), so a whole loop runs in seconds.
+        #[arg(long, default_value_t = 0, hide = true)]
+        fire_early_secs: u32,
+    },
     /// Validate config, jobs, skills, store and provider; exit 1 with reasons.
-    Doctor,
+    Doctor {
+        /// Create the DynamoDB table first when `store.kind` is dynamodb (idempotent).
+        #[arg(long)]
+        create_table: bool,
+    },
 }
 
 /// Definition flags shared by `cron add` and `cron edit`.

@@ -15,7 +15,8 @@
 //! - [`store`]: store adapters — SQLite (always), and the conformance suite every adapter passes.
 //! - [`clients`]: outbound adapters — OpenAI-compatible and offline models, Telegram, Discord.
 //! - [`http`]: the one router (`http::router`), extractors, error mapping.
-//! - [`runtime`]: process wiring and `serve`.
+//! - [`runtime`]: process wiring, `serve` and its ticker.
+//! - [`dev`]: `chronos-dev`, the local NAS emulator.
 //! - [`config`]: typed settings from defaults, `config.yaml` and the environment.
 //! - [`cli`]: the command line.
 
@@ -24,6 +25,7 @@ pub mod cli;
 pub mod clients;
 pub mod config;
 pub mod core;
+pub mod dev;
 pub mod http;
 pub mod ports;
 pub mod runtime;

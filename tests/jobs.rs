@@ -264,3 +264,23 @@ async fn rest_api_manages_jobs() {
     assert_eq!(gw.get("/api/jobs/standup").await.0, 404);
     assert_eq!(c.get(url("/api/jobs")).send().await.unwrap().status(), 401);
 }
+
+#[test]
+fn doctor_reports_missing_skills_and_bad_jobs_files() {
+    let home = TempHome::new("doctor");
+    home.write("cron/jobs.json", SEED);
+    let o = cli(home.path(), &["doctor"], &[("TELEGRAM_BOT_TOKEN", "")]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = stdout(&o);
+    assert!(out.contains("binds skill `ai-news-summarizer`") && out.contains("SKILL.md does not exist"), "{out}");
+    for s in ["ai-news-summarizer", "code-review-assistant", "server-health-checker"] {
+        home.write(&format!("skills/{s}/SKILL.md"), "---\nname: x\n---\nbody\n");
+    }
+    let o = cli(home.path(), &["doctor"], &[("TELEGRAM_BOT_TOKEN", "")]);
+    assert!(o.status.success(), "{}", stdout(&o));
+    assert!(stdout(&o).contains("3 declared"));
+    home.write("cron/jobs.json", "{\"jobs\": [{}]}");
+    let o = cli(home.path(), &["doctor"], &[("TELEGRAM_BOT_TOKEN", "")]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains("job #0"), "{}", stdout(&o));
+}

@@ -110,6 +110,9 @@ impl App {
                 _ => self.run_job(&claimed, &occ, trigger).await,
             };
             let next = self.finalize(&claimed, &run).await?;
+            if self.timers.name() != "builtin" {
+                let _ = self.reconcile_timers().await;
+            }
             return Ok(FireStatus::Ran { run: Box::new(run), next });
         }
         Err(AppError::Contended)

@@ -221,7 +221,21 @@ impl App {
     /// completed more than 7 days ago. With `wait`, returns after the runs.
     pub async fn tick_jobs(&self, wait: bool) -> Result<usize, AppError> {
         let now = self.clock.now();
-        let due = self.store.due_jobs(now, 500).await?;
+        // With a managed provider the ticker is only a safety net: it fires what the
+        // provider should have fired well before (claims make a double fire harmless).
+        let due_before = if self.timers.name() == "builtin" {
+            now
+        } else {
+            now - Duration::seconds(2 * self.cfg.settings.cron.tick_interval_seconds as i64 + 60)
+        };
+        let due = self.store.due_jobs(due_before, 500).await?;
+        if self.timers.name() != "builtin" && !due.is_empty() {
+            tracing::warn!(
+                provider = self.timers.name(),
+                jobs = due.len(),
+                "overdue jobs the timer provider did not fire; the ticker runs them"
+            );
+        }
         let mut tasks = Vec::new();
         for j in due {
             let app = self.clone();
@@ -245,6 +259,28 @@ impl App {
             }
         }
         Ok(n)
+    }
+}
+
+impl App {
+    /// Makes the provider's timers match the store (startup, every tick, after fires).
+    /// Failures are recorded for `cron status` and retried next time.
+    pub async fn reconcile_timers(&self) -> Result<crate::ports::ReconcileReport, AppError> {
+        let jobs = self.store.list_jobs().await?;
+        match self.timers.reconcile(&jobs).await {
+            Ok(r) => {
+                let _ = self.store.delete_meta("timers_last_error").await;
+                if r.armed + r.cancelled > 0 {
+                    tracing::info!(provider = self.timers.name(), armed = r.armed, cancelled = r.cancelled, "timers reconciled");
+                }
+                Ok(r)
+            }
+            Err(e) => {
+                tracing::error!(provider = self.timers.name(), error = %e, "timer reconcile failed; will retry");
+                let _ = self.store.put_meta("timers_last_error", &format!("{} reconcile: {e}", self.clock.now().to_rfc3339())).await;
+                Err(AppError::BadRequest(format!("timer provider: {e}")))
+            }
+        }
     }
 }
 

@@ -14,15 +14,26 @@ use std::process::ExitCode;
 pub async fn dispatch(cmd: Command, home: PathBuf, cfg: Loaded) -> anyhow::Result<ExitCode> {
     match cmd {
         Command::Serve { listen } => {
-            let app = runtime::build_app(&home, cfg)?;
+            let app = runtime::build_app(&home, cfg).await?;
             let listener = tokio::net::TcpListener::bind(&listen).await.with_context(|| format!("cannot listen on {listen}"))?;
             runtime::serve::run(listener, app, runtime::serve::shutdown_signal()).await?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Chat => chat(runtime::build_app(&home, cfg)?).await,
-        Command::Sessions { action } => sessions(runtime::build_app(&home, cfg)?, action).await,
-        Command::Cron { action } => super::cron::run(runtime::build_app(&home, cfg)?, action).await,
-        Command::Doctor => Ok(doctor(&home, cfg).await),
+        Command::Chat => chat(runtime::build_app(&home, cfg).await?).await,
+        Command::Sessions { action } => sessions(runtime::build_app(&home, cfg).await?, action).await,
+        Command::Cron { action } => super::cron::run(runtime::build_app(&home, cfg).await?, action).await,
+        Command::ChronosDev { listen, duplicates, audience, fire_early_secs } => {
+            let listener = tokio::net::TcpListener::bind(&listen).await.with_context(|| format!("cannot listen on {listen}"))?;
+            let issuer = format!("http://{}", listener.local_addr()?);
+            let audience = audience.unwrap_or_else(|| format!("agent:{}", crate::http::fire_auth::instance_id(&cfg)));
+            let key = crate::dev::chronos::load_or_create_key(&home)?;
+            let clock = runtime::clock(&cfg);
+            let state = crate::dev::chronos::ChronosDev::new(key, issuer, audience, duplicates, clock)?;
+            state.set_fire_early(fire_early_secs);
+            crate::dev::chronos::run(listener, state, runtime::serve::shutdown_signal()).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Doctor { create_table } => Ok(doctor(&home, cfg, create_table).await),
     }
 }
 
@@ -122,7 +133,7 @@ async fn sessions(app: App, action: SessionsCmd) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-async fn doctor(home: &std::path::Path, cfg: Loaded) -> ExitCode {
+async fn doctor(home: &std::path::Path, cfg: Loaded, create_table: bool) -> ExitCode {
     let mut problems = Vec::new();
     println!("home:     {}", home.display());
     println!("config:   {}", cfg.file.as_ref().map_or_else(|| "(none: defaults)".to_string(), |p| p.display().to_string()));
@@ -143,13 +154,23 @@ async fn doctor(home: &std::path::Path, cfg: Loaded) -> ExitCode {
     if home.join("SOUL.md").exists() {
         println!("soul:     SOUL.md found");
     }
-    match runtime::open_store(home, &cfg) {
+    if create_table {
+        match runtime::create_table(&cfg).await {
+            Ok(done) => println!("table:    {done}"),
+            Err(e) => problems.push(e.to_string()),
+        }
+    }
+    match runtime::open_store(home, &cfg).await {
         Ok(s) => match s.list_entries(1).await {
             Ok(_) => println!("store:    {} ok", s.kind()),
+            Err(e) if s.kind() == "dynamodb" && !create_table => {
+                problems.push(format!("store is not readable: {e} (a new table is made by `hermes-zero doctor --create-table`)"))
+            }
             Err(e) => problems.push(format!("store is not readable: {e}")),
         },
         Err(e) => problems.push(e.to_string()),
     }
+    super::checks::jobs_and_provider(home, &cfg, &mut problems).await;
     let tg = &cfg.secrets;
     if tg.telegram_bot_token.is_some() && tg.telegram_webhook_secret.is_none() {
         problems.push("TELEGRAM_BOT_TOKEN is set but TELEGRAM_WEBHOOK_SECRET is not: the webhook would refuse every update".into());

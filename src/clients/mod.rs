@@ -5,7 +5,11 @@
 pub mod delivery;
 pub mod discord;
 pub mod discord_interactions;
+#[cfg(feature = "aws")]
+pub mod eventbridge;
+pub mod jwks;
 pub mod llm;
+pub mod nas;
 pub mod telegram;
 
 use std::time::Duration;

@@ -4,6 +4,7 @@
 
 pub mod error;
 pub mod extract;
+pub mod fire_auth;
 mod routes;
 
 use crate::app::App;
@@ -31,6 +32,7 @@ pub fn router(state: Arc<HttpState>) -> Router {
     Router::new()
         .route("/healthz", get(routes::health::healthz))
         .route("/api/messages", post(routes::messages::post_message))
+        .route("/api/cron/fire", post(routes::fire::fire))
         .route("/api/jobs", get(routes::jobs::list).post(routes::jobs::create))
         .route("/api/jobs/{id}", get(routes::jobs::show).patch(routes::jobs::update).delete(routes::jobs::remove))
         .route("/api/jobs/{id}/run", post(routes::jobs::run))
@@ -41,10 +43,13 @@ pub fn router(state: Arc<HttpState>) -> Router {
         .route("/api/sessions/{session_id}", get(routes::sessions::show))
         .route("/webhooks/telegram", post(routes::telegram::webhook))
         .route("/webhooks/discord", post(routes::discord::webhook))
+        .merge(routes::ui::routes())
         .fallback(routes::not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(state)
 }
 
+#[cfg(test)]
+mod fire_tests;
 #[cfg(test)]
 mod tests;

@@ -1,12 +1,15 @@
 //! Runtimes: wiring adapters into an [`App`] once per process, and the long-running `serve`.
 
+#[cfg(feature = "aws")]
+pub mod lambda;
 pub mod serve;
 pub mod ticker;
 
 use crate::app::App;
 use crate::clients::delivery::PlatformDelivery;
+use crate::clients::nas::{ChronosTimers, NasClient};
 use crate::config::{Loaded, StoreKind};
-use crate::ports::{Clock, OffsetClock, PollingTimers, Store, SystemClock};
+use crate::ports::{Clock, OffsetClock, PollingTimers, Store, SystemClock, Timers};
 use crate::store::sqlite::SqliteStore;
 use std::path::Path;
 use std::sync::Arc;
@@ -19,38 +22,82 @@ pub enum StartError {
     Store(String),
 }
 
-/// Opens the configured store.
-pub fn open_store(home: &Path, cfg: &Loaded) -> Result<Arc<dyn Store>, StartError> {
+/// Opens the configured store (DynamoDB: builds the client once, here).
+pub async fn open_store(home: &Path, cfg: &Loaded) -> Result<Arc<dyn Store>, StartError> {
     match cfg.settings.store.kind {
         StoreKind::Sqlite => {
             let path = home.join(&cfg.settings.store.path);
             let s = SqliteStore::open(&path).map_err(|e| StartError::Store(format!("cannot open {}: {e}", path.display())))?;
             Ok(Arc::new(s))
         }
+        #[cfg(feature = "aws")]
+        StoreKind::Dynamodb => Ok(Arc::new(connect_dynamodb(cfg).await?)),
+        #[cfg(not(feature = "aws"))]
         StoreKind::Dynamodb => Err(StartError::Store("store.kind dynamodb needs a build with `--features aws`".into())),
     }
 }
 
-/// Builds the app with real adapters.
-pub fn build_app(home: &Path, cfg: Loaded) -> Result<App, StartError> {
-    let store = open_store(home, &cfg)?;
-    let llm = crate::clients::llm::from_config(&cfg);
-    let delivery = Arc::new(PlatformDelivery::from_config(&cfg));
-    let clock: Arc<dyn Clock> = match cfg.clock_offset_secs {
+/// Connects to the configured DynamoDB table (`store.dynamodb_table`, `store.endpoint`).
+#[cfg(feature = "aws")]
+async fn connect_dynamodb(cfg: &Loaded) -> Result<crate::store::dynamodb::DynamoStore, StartError> {
+    let st = &cfg.settings.store;
+    let endpoint = Some(st.endpoint.as_str()).filter(|e| !e.is_empty());
+    crate::store::dynamodb::DynamoStore::connect(&st.dynamodb_table, endpoint)
+        .await
+        .map_err(|e| StartError::Store(format!("cannot use DynamoDB table {}: {e}", st.dynamodb_table)))
+}
+
+/// `doctor --create-table`: creates the DynamoDB table if the store is DynamoDB; says what
+/// it did.
+pub async fn create_table(cfg: &Loaded) -> Result<String, StartError> {
+    let table = &cfg.settings.store.dynamodb_table;
+    match cfg.settings.store.kind {
+        StoreKind::Sqlite => Ok("nothing to create: store.kind is sqlite (the file is created on first use)".into()),
+        #[cfg(feature = "aws")]
+        StoreKind::Dynamodb => match connect_dynamodb(cfg).await?.create_table().await {
+            Ok(true) => Ok(format!("created DynamoDB table {table} (on-demand, 4 indexes, TTL on `ttl`)")),
+            Ok(false) => Ok(format!("DynamoDB table {table} already exists")),
+            Err(e) => Err(StartError::Store(format!("cannot create DynamoDB table {table}: {e}"))),
+        },
+        #[cfg(not(feature = "aws"))]
+        StoreKind::Dynamodb => Err(StartError::Store(format!("cannot create DynamoDB table {table}: needs a build with `--features aws`"))),
+    }
+}
+
+/// The clock: the wall clock, shifted by `HERMES_CLOCK_OFFSET_SECS` when set (testing aid).
+pub fn clock(cfg: &Loaded) -> Arc<dyn Clock> {
+    match cfg.clock_offset_secs {
         0 => Arc::new(SystemClock),
         s => {
             tracing::warn!(offset_secs = s, "HERMES_CLOCK_OFFSET_SECS is set: the clock is shifted (testing aid)");
             Arc::new(OffsetClock(chrono::Duration::seconds(s)))
         }
-    };
-    Ok(App {
-        cfg: Arc::new(cfg),
-        home: home.to_path_buf(),
-        store,
-        llm,
-        delivery,
-        clock,
-        live: Arc::default(),
-        timers: Arc::new(PollingTimers),
-    })
+    }
+}
+
+/// The timer provider chosen by `cron.provider` (see `config::provider::choose`).
+pub fn timers(cfg: &Loaded) -> Arc<dyn Timers> {
+    let choice = crate::config::provider::choose(cfg, std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some());
+    match choice.provider {
+        "chronos" => {
+            let c = &cfg.settings.cron.chronos;
+            match &cfg.secrets.nous_access_token {
+                Some(token) => Arc::new(ChronosTimers::new(NasClient::new(&c.portal_url, token.clone()), &c.callback_url)),
+                None => Arc::new(PollingTimers),
+            }
+        }
+        #[cfg(feature = "aws")]
+        "eventbridge" => Arc::new(crate::clients::eventbridge::EventBridgeTimers::new(&cfg.settings.cron.eventbridge, None)),
+        _ => Arc::new(PollingTimers),
+    }
+}
+
+/// Builds the app with real adapters.
+pub async fn build_app(home: &Path, cfg: Loaded) -> Result<App, StartError> {
+    let store = open_store(home, &cfg).await?;
+    let llm = crate::clients::llm::from_config(&cfg);
+    let delivery = Arc::new(PlatformDelivery::from_config(&cfg));
+    let clock = clock(&cfg);
+    let timers = timers(&cfg);
+    Ok(App { cfg: Arc::new(cfg), home: home.to_path_buf(), store, llm, delivery, clock, live: Arc::default(), timers })
 }

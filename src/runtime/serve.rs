@@ -66,7 +66,7 @@ pub async fn shutdown_signal() {
 pub async fn run(listener: TcpListener, app: App, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
     let key = api_key(&app)?;
     let addr = listener.local_addr()?;
-    let state = Arc::new(HttpState { app: app.clone(), api_key: Some(key), provider: "builtin".into() });
+    let state = Arc::new(HttpState { app: app.clone(), api_key: Some(key), provider: app.timers.name().into() });
     match app.sync_jobs_file().await {
         Ok(r) if !(r.created.is_empty() && r.updated.is_empty() && r.disabled.is_empty()) => {
             tracing::info!(file = %r.file, created = r.created.len(), updated = r.updated.len(), disabled = r.disabled.len(), "jobs.json synced")
@@ -76,6 +76,9 @@ pub async fn run(listener: TcpListener, app: App, shutdown: impl Future<Output =
     }
     let choice = crate::config::provider::choose(&app.cfg, false);
     tracing::info!(provider = choice.provider, why = %choice.why, "timer provider");
+    if app.timers.name() != "builtin" {
+        let _ = app.reconcile_timers().await;
+    }
     app.startup_sweep().await?;
     let ticker = tokio::spawn(super::ticker::run(app.clone()));
     tracing::info!(%addr, store = app.store.kind(), model = app.llm.name(), "hermes-zero listening");

@@ -4,6 +4,9 @@
 
 pub mod sqlite;
 
+#[cfg(feature = "aws")]
+pub mod dynamodb;
+
 #[cfg(test)]
 pub(crate) mod conformance;
 

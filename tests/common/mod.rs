@@ -193,8 +193,13 @@ pub const API_KEY: &str = "test-key-123";
 impl Gateway {
     /// Starts `serve` on a free port and waits (≤ 20 s) for its listening line.
     pub fn start(home: &FsPath, envs: &[(&str, &str)]) -> Self {
+        Self::start_on(home, "127.0.0.1:0", envs)
+    }
+
+    /// Starts `serve` on `listen` and waits (≤ 20 s) for its listening line.
+    pub fn start_on(home: &FsPath, listen: &str, envs: &[(&str, &str)]) -> Self {
         let mut cmd = Command::new(bin());
-        cmd.args(["--home", home.to_str().unwrap(), "serve", "--listen", "127.0.0.1:0"])
+        cmd.args(["--home", home.to_str().unwrap(), "serve", "--listen", listen])
             .env_remove("HERMES_HOME")
             .env("API_SERVER_KEY", API_KEY)
             .env("TELEGRAM_BOT_TOKEN", "123:abc")
@@ -363,4 +368,46 @@ async fn discord_handler(
     b["_auth"] = json!(headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or(""));
     sent.lock().unwrap().push(b);
     Json(json!({"id": "1"}))
+}
+
+/// A free local port (bound then released; fine for tests that must know a port up front).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Starts the binary with `args`, waits (≤ 20 s) for a stdout line containing `marker`
+/// followed by an address, and returns the child and that address.
+pub fn spawn_listening(args: &[&str], envs: &[(&str, &str)], marker: &str) -> (Child, String) {
+    let mut cmd = Command::new(bin());
+    cmd.args(args)
+        .env_remove("HERMES_HOME")
+        .env("RUST_LOG", std::env::var("HZ_TEST_LOG").unwrap_or_else(|_| "warn".into()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("spawn hermes-zero");
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let marker = marker.to_string();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Some(rest) = line.split(&marker).nth(1) {
+                tx.send(rest.split_whitespace().next().unwrap_or("").to_string()).ok();
+            }
+        }
+    });
+    let addr = rx.recv_timeout(Duration::from_secs(20)).expect("no listening line");
+    (child, addr)
+}
+
+/// Kills a child on drop.
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        self.0.kill().ok();
+        self.0.wait().ok();
+    }
 }

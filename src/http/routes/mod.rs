@@ -1,11 +1,13 @@
 //! Route handlers: parse, call one use case, map the result.
 
 pub mod discord;
+pub mod fire;
 pub mod health;
 pub mod jobs;
 pub mod messages;
 pub mod sessions;
 pub mod telegram;
+pub mod ui;
 
 use crate::http::error::ApiError;
 use axum::http::StatusCode;

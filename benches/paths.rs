@@ -1,0 +1,356 @@
+//! Hot-path benchmarks, in process with the real embedded store (a file, WAL) and an
+//! instant model: message turns, fires (JWT verify + claim + advance + run + record), store
+//! calls per operation, and growth with transcript length and job count.
+//!
+//! Run: `cargo bench --bench paths` (results go to BENCHMARKS.md by hand, with the machine).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use async_trait::async_trait;
+use axum::body::Body;
+use axum::http::Request;
+use chrono::{DateTime, Utc};
+use hermes_zero::app::{App, Inbound};
+use hermes_zero::config::{Env, load_settings, parse_yaml};
+use hermes_zero::core::ids::{ChatType, Origin, SessionId, SessionKey};
+use hermes_zero::core::job::{Job, JobState, Occurrence, RunRecord};
+use hermes_zero::core::session::{Message, Role, SessionEntry, SessionRecord};
+use hermes_zero::http::{HttpState, router};
+use hermes_zero::ports::*;
+use hermes_zero::store::sqlite::SqliteStore;
+use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
+use serde_json::json;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use tower::ServiceExt;
+
+struct Instant0;
+
+#[async_trait]
+impl Llm for Instant0 {
+    fn name(&self) -> &'static str {
+        "instant"
+    }
+    async fn complete(&self, _: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        Ok(ChatResponse { content: "ok".into(), ..ChatResponse::default() })
+    }
+}
+
+struct NoDelivery;
+
+#[async_trait]
+impl Delivery for NoDelivery {
+    async fn send(&self, _: &Target, _: &str) -> Result<(), DeliveryError> {
+        Ok(())
+    }
+}
+
+/// Counts store port calls (each is one SQLite transaction or one DynamoDB request/transaction).
+struct Counting(Arc<dyn Store>, AtomicU64);
+
+macro_rules! fwd {
+    ($self:ident, $call:expr) => {{
+        $self.1.fetch_add(1, Ordering::Relaxed);
+        $call.await
+    }};
+}
+
+#[async_trait]
+impl Store for Counting {
+    fn kind(&self) -> &'static str {
+        self.0.kind()
+    }
+    async fn get_entry(&self, k: &SessionKey) -> Result<Option<SessionEntry>, StoreError> {
+        fwd!(self, self.0.get_entry(k))
+    }
+    async fn put_entry(&self, e: &SessionEntry, c: &[SessionChange]) -> Result<SessionEntry, StoreError> {
+        fwd!(self, self.0.put_entry(e, c))
+    }
+    async fn list_entries(&self, l: usize) -> Result<Vec<SessionEntry>, StoreError> {
+        fwd!(self, self.0.list_entries(l))
+    }
+    async fn get_session(&self, id: &SessionId) -> Result<Option<SessionRecord>, StoreError> {
+        fwd!(self, self.0.get_session(id))
+    }
+    async fn list_sessions(&self, k: Option<&SessionKey>, l: usize) -> Result<Vec<SessionRecord>, StoreError> {
+        fwd!(self, self.0.list_sessions(k, l))
+    }
+    async fn append_messages(&self, id: &SessionId, m: &[Message], d: Option<&InboundId>) -> Result<Appended, StoreError> {
+        fwd!(self, self.0.append_messages(id, m, d))
+    }
+    async fn recent_messages(&self, id: &SessionId, l: usize) -> Result<Vec<Message>, StoreError> {
+        fwd!(self, self.0.recent_messages(id, l))
+    }
+    async fn count_messages(&self, id: &SessionId) -> Result<u64, StoreError> {
+        fwd!(self, self.0.count_messages(id))
+    }
+    async fn seen_inbound(&self, d: &InboundId) -> Result<bool, StoreError> {
+        fwd!(self, self.0.seen_inbound(d))
+    }
+    async fn queue_push(&self, k: &SessionKey, i: &QueuedItem, c: usize, d: Option<&InboundId>) -> Result<usize, StoreError> {
+        fwd!(self, self.0.queue_push(k, i, c, d))
+    }
+    async fn queue_pop_into(&self, k: &SessionKey, s: &SessionId) -> Result<Option<QueuedItem>, StoreError> {
+        fwd!(self, self.0.queue_pop_into(k, s))
+    }
+    async fn queue_list(&self, k: &SessionKey) -> Result<Vec<QueuedItem>, StoreError> {
+        fwd!(self, self.0.queue_list(k))
+    }
+    async fn queue_clear(&self, k: &SessionKey) -> Result<usize, StoreError> {
+        fwd!(self, self.0.queue_clear(k))
+    }
+    async fn wake_candidates(&self, n: DateTime<Utc>, a: bool) -> Result<Vec<SessionKey>, StoreError> {
+        fwd!(self, self.0.wake_candidates(n, a))
+    }
+    async fn put_job(&self, j: &Job) -> Result<Job, StoreError> {
+        fwd!(self, self.0.put_job(j))
+    }
+    async fn get_job(&self, id: &str) -> Result<Option<Job>, StoreError> {
+        fwd!(self, self.0.get_job(id))
+    }
+    async fn list_jobs(&self) -> Result<Vec<Job>, StoreError> {
+        fwd!(self, self.0.list_jobs())
+    }
+    async fn delete_job(&self, id: &str) -> Result<bool, StoreError> {
+        fwd!(self, self.0.delete_job(id))
+    }
+    async fn due_jobs(&self, n: DateTime<Utc>, l: usize) -> Result<Vec<Job>, StoreError> {
+        fwd!(self, self.0.due_jobs(n, l))
+    }
+    async fn claim_occurrence(&self, o: &Occurrence, j: &Job) -> Result<Claim, StoreError> {
+        fwd!(self, self.0.claim_occurrence(o, j))
+    }
+    async fn claim_status(&self, o: &Occurrence) -> Result<Option<String>, StoreError> {
+        fwd!(self, self.0.claim_status(o))
+    }
+    async fn finish_run(&self, r: &RunRecord, n: usize) -> Result<(), StoreError> {
+        fwd!(self, self.0.finish_run(r, n))
+    }
+    async fn list_runs(&self, j: &str, l: usize) -> Result<Vec<RunRecord>, StoreError> {
+        fwd!(self, self.0.list_runs(j, l))
+    }
+    async fn ledger_begin(&self, o: &Occurrence, t: &str) -> Result<bool, StoreError> {
+        fwd!(self, self.0.ledger_begin(o, t))
+    }
+    async fn ledger_finish(&self, o: &Occurrence, t: &str, s: &str) -> Result<(), StoreError> {
+        fwd!(self, self.0.ledger_finish(o, t, s))
+    }
+    async fn use_once(&self, k: &str, e: DateTime<Utc>) -> Result<bool, StoreError> {
+        fwd!(self, self.0.use_once(k, e))
+    }
+    async fn get_meta(&self, k: &str) -> Result<Option<String>, StoreError> {
+        fwd!(self, self.0.get_meta(k))
+    }
+    async fn put_meta(&self, k: &str, v: &str) -> Result<(), StoreError> {
+        fwd!(self, self.0.put_meta(k, v))
+    }
+    async fn delete_meta(&self, k: &str) -> Result<(), StoreError> {
+        fwd!(self, self.0.delete_meta(k))
+    }
+}
+
+const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/jwt/");
+
+fn app(dir: &std::path::Path) -> (App, Arc<Counting>) {
+    let yaml =
+        format!("cron:\n  chronos:\n    portal_url: https://nas.test\n    instance_id: bench\n    public_key_pem: {FIX}rsa_public.pem\n");
+    let (settings, _) = parse_yaml(&yaml, "bench").unwrap();
+    let mut cfg = load_settings(dir, None, &Env::default()).unwrap();
+    cfg.settings = settings;
+    let store = Arc::new(Counting(Arc::new(SqliteStore::open(&dir.join("state.db")).unwrap()), AtomicU64::new(0)));
+    let app = App {
+        cfg: Arc::new(cfg),
+        home: dir.to_path_buf(),
+        store: store.clone(),
+        llm: Arc::new(Instant0),
+        delivery: Arc::new(NoDelivery),
+        clock: Arc::new(SystemClock),
+        live: Arc::default(),
+        timers: Arc::new(PollingTimers),
+    };
+    (app, store)
+}
+
+fn pct(v: &mut [Duration], p: f64) -> f64 {
+    v.sort();
+    let i = ((v.len() as f64 - 1.0) * p).round() as usize;
+    v[i].as_secs_f64() * 1000.0
+}
+
+fn report(name: &str, mut lat: Vec<Duration>, wall: Duration) {
+    let n = lat.len();
+    let max = lat.iter().max().copied().unwrap_or_default().as_secs_f64() * 1000.0;
+    println!(
+        "| {name} | {n} | {:.3} | {:.3} | {:.3} | {:.0} |",
+        pct(&mut lat, 0.5),
+        pct(&mut lat, 0.99),
+        max,
+        n as f64 / wall.as_secs_f64()
+    );
+}
+
+fn msg(chat: &str, text: &str) -> Inbound {
+    Inbound {
+        origin: Origin::new("api", chat, ChatType::Dm, Some("u"), None).unwrap(),
+        text: text.into(),
+        message_id: None,
+        user_name: None,
+    }
+}
+
+async fn message_path(dir: &std::path::Path) {
+    let (app, store) = app(dir);
+    app.handle_inbound(msg("warm", "hi")).await.unwrap();
+    let before = store.1.load(Ordering::Relaxed);
+    let mut lat = Vec::new();
+    let t0 = Instant::now();
+    for i in 0..1000 {
+        let t = Instant::now();
+        app.handle_inbound(msg("one", &format!("m{i}"))).await.unwrap();
+        lat.push(t.elapsed());
+    }
+    let calls = (store.1.load(Ordering::Relaxed) - before) as f64 / 1000.0;
+    report("message turn, one chat (sequential)", lat, t0.elapsed());
+    let mut tasks = Vec::new();
+    let t0 = Instant::now();
+    for c in 0..100 {
+        let app = app.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut l = Vec::new();
+            for i in 0..10 {
+                let t = Instant::now();
+                app.handle_inbound(msg(&format!("c{c}"), &format!("m{i}"))).await.unwrap();
+                l.push(t.elapsed());
+            }
+            l
+        }));
+    }
+    let mut lat = Vec::new();
+    for t in tasks {
+        lat.extend(t.await.unwrap());
+    }
+    report("message turn, 100 chats concurrently", lat, t0.elapsed());
+    println!("\nstore port calls per message turn: {calls:.1}");
+}
+
+async fn transcript_growth(dir: &std::path::Path) {
+    let (app, _) = app(dir);
+    for n in [10usize, 1000, 10_000] {
+        let chat = format!("grow{n}");
+        let out = app.handle_inbound(msg(&chat, "seed")).await.unwrap();
+        let id = SessionId::parse(&out.session_id).unwrap();
+        let batch: Vec<Message> = (0..500).map(|i| Message::text(Role::User, format!("old {i}"), Utc::now())).collect();
+        for _ in 0..n / 500 {
+            app.store.append_messages(&id, &batch, None).await.unwrap();
+        }
+        let mut lat = Vec::new();
+        let t0 = Instant::now();
+        for i in 0..100 {
+            let t = Instant::now();
+            app.handle_inbound(msg(&chat, &format!("q{i}"))).await.unwrap();
+            lat.push(t.elapsed());
+        }
+        report(&format!("message turn, transcript of {n} messages"), lat, t0.elapsed());
+    }
+}
+
+fn token(job: &str) -> String {
+    let now = Utc::now().timestamp();
+    let key = EncodingKey::from_rsa_pem(&std::fs::read(format!("{FIX}rsa_private.pem")).unwrap()).unwrap();
+    let c = json!({"iss": "https://nas.test", "aud": "agent:bench", "iat": now, "exp": now + 120, "purpose": "cron_fire", "job_id": job, "jti": format!("{:x}", rand::random::<u64>())});
+    encode(&Header::new(Algorithm::RS256), &c, &key).unwrap()
+}
+
+fn job(id: &str, at: DateTime<Utc>) -> Job {
+    let v = json!({"id": id, "schedule": "every 1h", "prompt": "p", "deliver": "local"});
+    let s = hermes_zero::core::jobfile::parse_job(&v, at, chrono_tz::UTC).unwrap();
+    Job {
+        id: s.id,
+        name: s.name,
+        schedule_text: s.schedule_text,
+        schedule: s.schedule,
+        prompt: s.prompt,
+        skills: vec![],
+        deliver: s.deliver,
+        enabled: true,
+        repeat: Default::default(),
+        model: None,
+        timezone: None,
+        origin: None,
+        declared: false,
+        extra: Default::default(),
+        next_run_at: Some(at),
+        last_run_at: None,
+        last_status: None,
+        last_error: None,
+        state: JobState::Scheduled,
+        paused_at: None,
+        completed_at: None,
+        created_at: at,
+        version: 0,
+    }
+}
+
+async fn fire_path(dir: &std::path::Path, jobs: usize, concurrency: usize, label: &str) {
+    let (app, store) = app(dir);
+    let at = DateTime::from_timestamp(Utc::now().timestamp() - 5, 0).unwrap();
+    for i in 0..jobs {
+        app.store.put_job(&job(&format!("j{i}"), at)).await.unwrap();
+    }
+    let fires = jobs.min(1000);
+    let tokens: Vec<(String, String)> = (0..fires).map(|i| (format!("j{i}"), token(&format!("j{i}")))).collect();
+    let state = Arc::new(HttpState { app: app.clone(), api_key: None, provider: "chronos".into() });
+    let before = store.1.load(Ordering::Relaxed);
+    let sem = Arc::new(tokio::sync::Semaphore::new(concurrency));
+    let t0 = Instant::now();
+    let mut tasks = Vec::new();
+    for (id, tok) in tokens {
+        let (state, sem) = (state.clone(), sem.clone());
+        tasks.push(tokio::spawn(async move {
+            let _p = sem.acquire().await.unwrap();
+            let body = json!({"job_id": id, "fire_at": at.to_rfc3339()}).to_string();
+            let rq = Request::post("/api/cron/fire")
+                .header("content-type", "application/json")
+                .header("authorization", format!("Bearer {tok}"))
+                .body(Body::from(body))
+                .unwrap();
+            let t = Instant::now();
+            let r = router(state).oneshot(rq).await.unwrap();
+            assert_eq!(r.status(), 200);
+            t.elapsed()
+        }));
+    }
+    let mut lat = Vec::new();
+    for t in tasks {
+        lat.push(t.await.unwrap());
+    }
+    let calls = (store.1.load(Ordering::Relaxed) - before) as f64 / fires as f64;
+    report(label, lat, t0.elapsed());
+    println!("\nstore port calls per fire ({label}): {calls:.1}");
+}
+
+fn main() {
+    // Test runners list targets with `--list`: this binary has no tests to list.
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let base = std::env::temp_dir().join(format!("hz-bench-{}", std::process::id()));
+    let sub = |n: &str| {
+        let d = base.join(n);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    };
+    println!("| path | n | p50 ms | p99 ms | max ms | per s |\n|---|---|---|---|---|---|");
+    rt.block_on(async {
+        message_path(&sub("msg")).await;
+        transcript_growth(&sub("grow")).await;
+        fire_path(&sub("fire1"), 1000, 1, "fire, 1000 distinct jobs, sequential").await;
+        fire_path(&sub("fire8"), 1000, 8, "fire, 1000 distinct jobs due at once, 8 in flight").await;
+        fire_path(&sub("fire10"), 10, 1, "fire, 10 jobs in store").await;
+        fire_path(&sub("fire10k"), 10_000, 1, "fire, 10,000 jobs in store (1,000 fired)").await;
+    });
+    std::fs::remove_dir_all(base).ok();
+    let _ = Occurrence::new("x", Utc::now());
+}

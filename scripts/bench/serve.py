@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Black-box benchmarks of the real `serve` binary (release build), stdlib only.
+
+Measures: cold start (exec to first 200 on /healthz, 10 runs), idle RSS, per-message
+latency through POST /api/messages with an instant fake OpenAI-compatible model (200
+sequential requests, then 100 chats concurrently), and RSS after 1,000 turns.
+
+Usage: scripts/bench/serve.py [path/to/hermes-zero]   (default: target/release/hermes-zero)
+"""
+import http.client, http.server, json, os, socket, statistics, subprocess, sys, tempfile, threading, time
+
+BIN = sys.argv[1] if len(sys.argv) > 1 else "target/release/hermes-zero"
+
+
+class FakeLLM(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        n = int(self.headers.get("content-length", 0))
+        self.rfile.read(n)
+        body = json.dumps({"choices": [{"message": {"role": "assistant", "content": "ok"}}], "usage": {"prompt_tokens": 1, "completion_tokens": 1}}).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *a):
+        pass
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def start(home, port, env):
+    t0 = time.perf_counter()
+    p = subprocess.Popen([BIN, "--home", home, "serve", "--listen", f"127.0.0.1:{port}"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = t0 + 10
+    while time.perf_counter() < deadline:
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
+            c.request("GET", "/healthz")
+            if c.getresponse().status == 200:
+                return p, (time.perf_counter() - t0) * 1000
+        except OSError:
+            time.sleep(0.0005)
+    p.kill()
+    raise SystemExit("serve did not start")
+
+
+def post(conn, body):
+    t = time.perf_counter()
+    conn.request("POST", "/api/messages", body=json.dumps(body), headers={"authorization": "Bearer k", "content-type": "application/json"})
+    r = conn.getresponse()
+    r.read()
+    assert r.status == 200, r.status
+    return (time.perf_counter() - t) * 1000
+
+
+def pct(v, p):
+    v = sorted(v)
+    return v[min(len(v) - 1, round((len(v) - 1) * p))]
+
+
+def main():
+    llm = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeLLM)
+    threading.Thread(target=llm.serve_forever, daemon=True).start()
+    home = tempfile.mkdtemp(prefix="hz-bench-")
+    with open(os.path.join(home, "config.yaml"), "w") as f:
+        f.write(f"model:\n  provider: openai\n  base_url: http://127.0.0.1:{llm.server_address[1]}/v1\n  name: m\n")
+    env = dict(os.environ, API_SERVER_KEY="k", RUST_LOG="error")
+    starts = []
+    for _ in range(10):
+        port = free_port()
+        p, ms = start(home, port, env)
+        starts.append(ms)
+        p.terminate()
+        p.wait()
+    print(f"cold start (exec → first 200 /healthz), 10 runs: median {statistics.median(starts):.1f} ms, min {min(starts):.1f}, max {max(starts):.1f}")
+    port = free_port()
+    p, _ = start(home, port, env)
+    time.sleep(1)
+    print(f"idle RSS after start: {rss_kb(p.pid) / 1024:.1f} MiB")
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    post(conn, {"chat_id": "warm", "user_id": "u", "text": "hi"})
+    lat = [post(conn, {"chat_id": "seq", "user_id": "u", "text": f"m{i}"}) for i in range(200)]
+    print(f"message round trip, one chat, 200 sequential: p50 {pct(lat, .5):.2f} ms, p99 {pct(lat, .99):.2f} ms, max {max(lat):.2f} ms")
+    results, lock = [], threading.Lock()
+
+    def chat(c):
+        cn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        mine = [post(cn, {"chat_id": f"c{c}", "user_id": "u", "text": f"m{i}"}) for i in range(5)]
+        with lock:
+            results.extend(mine)
+
+    t0 = time.perf_counter()
+    ts = [threading.Thread(target=chat, args=(c,)) for c in range(100)]
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+    wall = time.perf_counter() - t0
+    print(f"message round trip, 100 chats concurrently (500 turns): p50 {pct(results, .5):.2f} ms, p99 {pct(results, .99):.2f} ms, max {max(results):.2f} ms, {len(results) / wall:.0f} turns/s")
+    for i in range(1000 - 200 - 500 - 1):
+        post(conn, {"chat_id": f"leak{i % 10}", "user_id": "u", "text": "x"})
+    print(f"RSS after 1,000 turns: {rss_kb(p.pid) / 1024:.1f} MiB")
+    p.terminate()
+    p.wait()
+    llm.shutdown()
+
+
+if __name__ == "__main__":
+    main()

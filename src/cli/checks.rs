@@ -1,0 +1,48 @@
+//! `doctor` checks of jobs, skills and the timer provider (beyond config and store).
+
+use crate::config::Loaded;
+use crate::config::provider;
+use crate::core::jobfile;
+use std::path::Path;
+
+/// Validates jobs.json and the skills its jobs bind, and the timer provider; pushes problems.
+pub async fn jobs_and_provider(home: &Path, cfg: &Loaded, problems: &mut Vec<String>) {
+    let file = home.join(&cfg.settings.cron.jobs_file);
+    match std::fs::read_to_string(&file) {
+        Err(_) => println!("jobs:     no {} (jobs come from the API, CLI and chat)", file.display()),
+        Ok(text) => match jobfile::parse_file(&text, &file.display().to_string(), chrono::Utc::now(), cfg.tz) {
+            Err(e) => problems.push(e.to_string()),
+            Ok(specs) => {
+                println!("jobs:     {} declared in {}", specs.len(), file.display());
+                for s in &specs {
+                    for skill in &s.skills {
+                        let p = home.join("skills").join(skill).join("SKILL.md");
+                        if !p.is_file() {
+                            problems.push(format!("job `{}` binds skill `{skill}` but {} does not exist", s.id, p.display()));
+                        }
+                    }
+                }
+            }
+        },
+    }
+    let choice = provider::choose(cfg, std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some());
+    println!("timers:   {} — {}", choice.provider, choice.why);
+    if choice.provider == "chronos" {
+        let c = &cfg.settings.cron.chronos;
+        if let Err(e) = crate::http::fire_auth::FireVerifier::from_config(cfg) {
+            problems.push(e);
+        }
+        if !c.jwks_url.is_empty()
+            && let Err(e) = crate::clients::jwks::fetch(&c.jwks_url).await
+        {
+            problems.push(format!("cron.chronos.jwks_url {}: {e}", c.jwks_url));
+        }
+        if let Some(token) = &cfg.secrets.nous_access_token {
+            let nas = crate::clients::nas::NasClient::new(&c.portal_url, token.clone());
+            match nas.list().await {
+                Ok(a) => println!("chronos:  NAS reachable, {} timer(s) armed", a.len()),
+                Err(e) => problems.push(format!("the NAS at {} is not usable: {e}", c.portal_url)),
+            }
+        }
+    }
+}

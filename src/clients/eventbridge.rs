@@ -1,0 +1,322 @@
+//! EventBridge Scheduler adapter of the `Timers` port (SPEC §3, CONTRACT §4), feature `aws`.
+//!
+//! One one-shot `at(...)` schedule per armed occurrence, named deterministically
+//! `hz-<job_id>-<YYYYMMDDTHHMMSSZ>` in the group `cron.eventbridge.group`, with
+//! `ActionAfterCompletion = DELETE` and the input `{"hermes_zero_fire":{"job_id","fire_at"}}`,
+//! targeting the Lambda function itself. EventBridge and Lambda's async invocation are
+//! at-least-once: the occurrence claim in the store dedupes, so a schedule that fires twice,
+//! or a create that races another instance, is harmless.
+//!
+//! Owns the schedule naming and the SDK calls; knows nothing of the store or the app.
+
+use crate::config::EventBridgeSettings;
+use crate::core::job::Job;
+use crate::ports::{ReconcileReport, TimerError, Timers};
+use async_trait::async_trait;
+use aws_sdk_scheduler::Client;
+use aws_sdk_scheduler::config::http::HttpResponse;
+use aws_sdk_scheduler::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_scheduler::types::{ActionAfterCompletion, FlexibleTimeWindow, FlexibleTimeWindowMode, Target};
+use chrono::{DateTime, NaiveDateTime, Utc};
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+use std::time::Duration;
+use tokio::sync::OnceCell;
+
+/// Prefix of every schedule this adapter owns (reconcile deletes unknown `hz-` schedules).
+pub const NAME_PREFIX: &str = "hz-";
+/// Longest schedule name EventBridge Scheduler accepts.
+const MAX_NAME: usize = 64;
+/// `-` plus `YYYYMMDDTHHMMSSZ`.
+const STAMP_LEN: usize = 16;
+/// Longest job id used verbatim in a name (64 − "hz-" − "-" − stamp).
+const MAX_ID_PART: usize = MAX_NAME - NAME_PREFIX.len() - 1 - STAMP_LEN;
+/// How far in the future an `at()` expression must be to be safe to create: EventBridge may
+/// refuse or never run a one-shot in the past, so overdue occurrences are scheduled a minute
+/// from now (the input keeps the real `fire_at`; the fire path handles lateness).
+const MIN_LEAD_SECS: i64 = 60;
+
+/// The ARN of the Lambda function this process runs as. The Lambda environment exposes the
+/// function name and region but not the account id, so the runtime learns the full ARN from
+/// the first invocation's context. Process-wide on purpose: it is a fact about the process,
+/// not about one client.
+static FUNCTION_ARN: OnceLock<String> = OnceLock::new();
+
+/// Records this function's ARN (from an invocation context) as the default schedule target.
+/// Ignores anything that is not an ARN; the first value wins.
+pub fn learn_function_arn(arn: &str) {
+    if arn.starts_with("arn:") {
+        let _ = FUNCTION_ARN.set(arn.to_string());
+    }
+}
+
+/// The schedule name of an occurrence: `hz-<job_id>-<YYYYMMDDTHHMMSSZ>` (CONTRACT §4).
+/// Job ids outside the allowed charset (`[0-9A-Za-z_.-]`) or too long to fit the 64-character
+/// limit are shortened to a prefix plus a hash of the whole id, so names stay unique.
+pub fn schedule_name(job_id: &str, fire_at: DateTime<Utc>) -> String {
+    format!("{NAME_PREFIX}{}-{}", id_part(job_id), fire_at.format("%Y%m%dT%H%M%SZ"))
+}
+
+/// The job part of a schedule name.
+fn id_part(job_id: &str) -> String {
+    let clean = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-');
+    if !job_id.is_empty() && job_id.len() <= MAX_ID_PART && job_id.chars().all(clean) {
+        return job_id.to_string();
+    }
+    let head: String = job_id.chars().map(|c| if clean(c) { c } else { '_' }).take(MAX_ID_PART - 9).collect();
+    format!("{head}.{:08x}", fnv1a(job_id.as_bytes()))
+}
+
+/// 32-bit FNV-1a: a stable hash with no dependency (names must not change between builds).
+fn fnv1a(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(0x811c_9dc5_u32, |h, b| (h ^ u32::from(*b)).wrapping_mul(0x0100_0193))
+}
+
+/// Splits a name made by [`schedule_name`] into its job part and occurrence.
+pub fn parse_name(name: &str) -> Option<(&str, DateTime<Utc>)> {
+    let rest = name.strip_prefix(NAME_PREFIX)?;
+    let (id, stamp) = rest.rsplit_once('-')?;
+    let at = NaiveDateTime::parse_from_str(stamp, "%Y%m%dT%H%M%SZ").ok()?.and_utc();
+    (!id.is_empty()).then_some((id, at))
+}
+
+/// The `at()` expression (UTC) for an occurrence, never earlier than `now + 60 s`.
+pub fn at_expression(fire_at: DateTime<Utc>, now: DateTime<Utc>) -> String {
+    let at = fire_at.max(now + chrono::Duration::seconds(MIN_LEAD_SECS));
+    format!("at({})", at.format("%Y-%m-%dT%H:%M:%S"))
+}
+
+/// The schedule's input: the fire event the Lambda entry dispatches (CONTRACT §4).
+pub fn fire_input(job_id: &str, fire_at: DateTime<Utc>) -> String {
+    let fire_at = fire_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    serde_json::json!({"hermes_zero_fire": {"job_id": job_id, "fire_at": fire_at}}).to_string()
+}
+
+/// The `Timers` port on EventBridge Scheduler.
+pub struct EventBridgeTimers {
+    group: String,
+    target_arn: String,
+    role_arn: String,
+    endpoint: Option<String>,
+    /// Built on first use (loading AWS config is async; `build_app` is not).
+    client: OnceCell<Client>,
+    /// Set once the group is known to exist.
+    group_ready: OnceCell<()>,
+}
+
+impl EventBridgeTimers {
+    /// From settings. `endpoint` overrides the Scheduler endpoint (tests); without it the
+    /// standard AWS configuration applies, including `AWS_ENDPOINT_URL_SCHEDULER`.
+    pub fn new(settings: &EventBridgeSettings, endpoint: Option<String>) -> Self {
+        Self {
+            group: settings.group.clone(),
+            target_arn: settings.target_arn.clone(),
+            role_arn: settings.role_arn.clone(),
+            endpoint,
+            client: OnceCell::new(),
+            group_ready: OnceCell::new(),
+        }
+    }
+
+    /// With a ready client (tests).
+    pub fn with_client(settings: &EventBridgeSettings, client: Client) -> Self {
+        Self { client: OnceCell::new_with(Some(client)), ..Self::new(settings, None) }
+    }
+
+    async fn client(&self) -> &Client {
+        self.client
+            .get_or_init(|| async {
+                let timeouts = aws_config::timeout::TimeoutConfig::builder()
+                    .connect_timeout(Duration::from_secs(3))
+                    .operation_attempt_timeout(Duration::from_secs(5))
+                    .operation_timeout(Duration::from_secs(15))
+                    .build();
+                let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest()).timeout_config(timeouts).load().await;
+                let mut conf = aws_sdk_scheduler::config::Builder::from(&sdk);
+                if let Some(ep) = &self.endpoint {
+                    conf = conf.endpoint_url(ep);
+                }
+                Client::from_conf(conf.build())
+            })
+            .await
+    }
+
+    /// The client, after making sure the schedule group exists (created if missing).
+    async fn ready(&self) -> Result<&Client, TimerError> {
+        // Checked before any network call, so a half-configured deployment fails fast.
+        if self.role_arn.is_empty() {
+            return Err(TimerError::Refused("cron.eventbridge.role_arn is not set".into()));
+        }
+        let c = self.client().await;
+        self.group_ready
+            .get_or_try_init(|| async {
+                match c.get_schedule_group().name(&self.group).send().await {
+                    Ok(_) => Ok(()),
+                    Err(e) if code(&e) == Some("ResourceNotFoundException") => {
+                        tracing::info!(group = %self.group, "creating the EventBridge schedule group");
+                        match c.create_schedule_group().name(&self.group).send().await {
+                            Ok(_) => Ok(()),
+                            Err(e) if code(&e) == Some("ConflictException") => Ok(()),
+                            Err(e) => Err(classify("CreateScheduleGroup", e)),
+                        }
+                    }
+                    Err(e) => Err(classify("GetScheduleGroup", e)),
+                }
+            })
+            .await?;
+        Ok(c)
+    }
+
+    fn target(&self) -> Result<String, TimerError> {
+        if !self.target_arn.is_empty() {
+            return Ok(self.target_arn.clone());
+        }
+        FUNCTION_ARN
+            .get()
+            .cloned()
+            .ok_or_else(|| TimerError::Refused("cron.eventbridge.target_arn is not set and this function's ARN is not known yet".into()))
+    }
+
+    /// Creates an occurrence's schedule; false if it already existed.
+    async fn create(&self, c: &Client, job_id: &str, fire_at: DateTime<Utc>) -> Result<bool, TimerError> {
+        let refused = |e: aws_sdk_scheduler::error::BuildError| TimerError::Refused(e.to_string());
+        let target =
+            Target::builder().arn(self.target()?).role_arn(&self.role_arn).input(fire_input(job_id, fire_at)).build().map_err(refused)?;
+        let window = FlexibleTimeWindow::builder().mode(FlexibleTimeWindowMode::Off).build().map_err(refused)?;
+        // The adapter talks to a real-world service, so "now" is the wall clock, not the app's.
+        let res = c
+            .create_schedule()
+            .name(schedule_name(job_id, fire_at))
+            .group_name(&self.group)
+            .schedule_expression(at_expression(fire_at, Utc::now()))
+            .schedule_expression_timezone("UTC")
+            .flexible_time_window(window)
+            .action_after_completion(ActionAfterCompletion::Delete)
+            .target(target)
+            .description(format!("hermes-zero job {job_id}"))
+            .send()
+            .await;
+        match res {
+            Ok(_) => Ok(true),
+            Err(e) if code(&e) == Some("ConflictException") => Ok(false),
+            Err(e) => Err(classify("CreateSchedule", e)),
+        }
+    }
+
+    /// Deletes a schedule; false if it was already gone.
+    async fn delete(&self, c: &Client, name: &str) -> Result<bool, TimerError> {
+        match c.delete_schedule().name(name).group_name(&self.group).send().await {
+            Ok(_) => Ok(true),
+            Err(e) if code(&e) == Some("ResourceNotFoundException") => Ok(false),
+            Err(e) => Err(classify("DeleteSchedule", e)),
+        }
+    }
+
+    /// Names of this adapter's schedules in the group that start with `prefix`.
+    async fn list(&self, c: &Client, prefix: &str) -> Result<Vec<String>, TimerError> {
+        let mut names = Vec::new();
+        let mut token = None;
+        loop {
+            let page = c.list_schedules().group_name(&self.group).name_prefix(prefix).max_results(100).set_next_token(token).send().await;
+            let page = match page {
+                Ok(p) => p,
+                Err(e) if code(&e) == Some("ResourceNotFoundException") => return Ok(names),
+                Err(e) => return Err(classify("ListSchedules", e)),
+            };
+            names.extend(page.schedules().iter().filter_map(|s| s.name().map(str::to_string)));
+            match page.next_token() {
+                Some(t) if !t.is_empty() => token = Some(t.to_string()),
+                _ => return Ok(names),
+            }
+        }
+    }
+
+    /// The job's schedules (exactly this job: `hz-abc-` also prefixes job `abc-def`'s names).
+    async fn list_job(&self, c: &Client, job_id: &str) -> Result<Vec<String>, TimerError> {
+        let part = id_part(job_id);
+        let names = self.list(c, &format!("{NAME_PREFIX}{part}-")).await?;
+        Ok(names.into_iter().filter(|n| parse_name(n).is_some_and(|(id, _)| id == part)).collect())
+    }
+}
+
+#[async_trait]
+impl Timers for EventBridgeTimers {
+    fn name(&self) -> &'static str {
+        "eventbridge"
+    }
+
+    async fn arm(&self, job: &Job) -> Result<(), TimerError> {
+        let Some(at) = job.next_run_at.filter(|_| job.armed()) else { return self.cancel(&job.id).await };
+        let c = self.ready().await?;
+        // Create first, then remove the others: the job is never left without a timer.
+        self.create(c, &job.id, at).await?;
+        let keep = schedule_name(&job.id, at);
+        for name in self.list_job(c, &job.id).await? {
+            if name != keep {
+                self.delete(c, &name).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn cancel(&self, job_id: &str) -> Result<(), TimerError> {
+        let c = self.ready().await?;
+        for name in self.list_job(c, job_id).await? {
+            self.delete(c, &name).await?;
+        }
+        Ok(())
+    }
+
+    async fn reconcile(&self, jobs: &[Job]) -> Result<ReconcileReport, TimerError> {
+        let c = self.ready().await?;
+        let desired: BTreeMap<String, (&str, DateTime<Utc>)> = jobs
+            .iter()
+            .filter(|j| j.armed())
+            .filter_map(|j| j.next_run_at.map(|at| (schedule_name(&j.id, at), (j.id.as_str(), at))))
+            .collect();
+        let existing = self.list(c, NAME_PREFIX).await?;
+        let mut report = ReconcileReport::default();
+        for name in &existing {
+            if desired.contains_key(name) {
+                report.unchanged += 1;
+            } else if self.delete(c, name).await? {
+                report.cancelled += 1;
+            }
+        }
+        for (name, (job_id, at)) in &desired {
+            if !existing.contains(name) && self.create(c, job_id, *at).await? {
+                report.armed += 1;
+            }
+        }
+        Ok(report)
+    }
+}
+
+/// The service error code, if the call reached the service.
+fn code<E: ProvideErrorMetadata, R>(e: &SdkError<E, R>) -> Option<&str> {
+    match e {
+        SdkError::ServiceError(s) => s.err().code(),
+        _ => None,
+    }
+}
+
+/// Classifies an SDK failure once: throttling, 5xx and transport problems are `Unavailable`
+/// (the SDK already retried them); every other service answer is `Refused`.
+fn classify<E>(op: &str, e: SdkError<E, HttpResponse>) -> TimerError
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    let transient = match &e {
+        SdkError::ServiceError(s) => {
+            s.raw().status().is_server_error()
+                || matches!(s.err().code(), Some("ThrottlingException" | "InternalServerException" | "ServiceUnavailableException"))
+        }
+        SdkError::ConstructionFailure(_) => false,
+        _ => true,
+    };
+    let detail = format!("{op}: {}", DisplayErrorContext(&e));
+    if transient { TimerError::Unavailable(detail) } else { TimerError::Refused(detail) }
+}
+
+#[cfg(test)]
+mod tests;

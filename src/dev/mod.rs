@@ -1,0 +1,3 @@
+//! Development tools shipped in the binary: the local Chronos (NAS) emulator.
+
+pub mod chronos;

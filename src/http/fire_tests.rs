@@ -1,0 +1,244 @@
+//! The fire-token attack table (CONTRACT §3), in process through the router with a manual
+//! clock: every forged or misused token gets 401 `invalid fire token`, no model call and
+//! no claim; a valid token fires the occurrence exactly once.
+
+use crate::app::App;
+use crate::config::{Env, parse_yaml};
+use crate::core::job::Occurrence;
+use crate::http::{HttpState, router};
+use crate::ports::{ChatRequest, ChatResponse, Llm, LlmError, ManualClock};
+use crate::store::sqlite::SqliteStore;
+use async_trait::async_trait;
+use axum::body::{Body, to_bytes};
+use axum::http::Request;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use chrono::{DateTime, Utc};
+use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tower::ServiceExt;
+
+const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/jwt/");
+const AUD: &str = "agent:agent-1";
+const ISS: &str = "https://nas.test";
+
+#[derive(Default)]
+struct CountingLlm(AtomicUsize);
+
+#[async_trait]
+impl Llm for CountingLlm {
+    fn name(&self) -> &'static str {
+        "counting"
+    }
+    async fn complete(&self, _: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Ok(ChatResponse { content: "report".into(), ..ChatResponse::default() })
+    }
+}
+
+struct Kit {
+    app: App,
+    llm: Arc<CountingLlm>,
+    now: DateTime<Utc>,
+}
+
+async fn kit(key_source: &str) -> Kit {
+    let yaml = format!("cron:\n  chronos:\n    portal_url: {ISS}\n    instance_id: agent-1\n    {key_source}\n");
+    let (settings, _) = parse_yaml(&yaml, "test").unwrap();
+    let mut cfg = crate::config::load_settings(std::path::Path::new("/nonexistent"), None, &Env::default()).unwrap();
+    cfg.settings = settings;
+    let now: DateTime<Utc> = "2026-12-01T08:00:00Z".parse().unwrap();
+    let llm = Arc::new(CountingLlm::default());
+    let app = App {
+        cfg: Arc::new(cfg),
+        home: "/nonexistent".into(),
+        store: Arc::new(SqliteStore::in_memory().unwrap()),
+        llm: llm.clone(),
+        delivery: Arc::new(crate::clients::delivery::PlatformDelivery::from_config(
+            &crate::config::load_settings(std::path::Path::new("/nonexistent"), None, &Env::default()).unwrap(),
+        )),
+        clock: Arc::new(ManualClock::new(now)),
+        live: Arc::default(),
+        timers: Arc::new(crate::ports::PollingTimers),
+    };
+    // A job due exactly now.
+    let mut j = crate::store::conformance::sample_job("j1", Some(now));
+    j.deliver = vec!["local".into()];
+    app.store.put_job(&j).await.unwrap();
+    Kit { app, llm, now }
+}
+
+fn claims(k: &Kit) -> Value {
+    let t = k.now.timestamp();
+    json!({"iss": ISS, "aud": AUD, "iat": t, "nbf": t, "exp": t + 120, "purpose": "cron_fire", "job_id": "j1", "jti": format!("{:x}", rand::random::<u64>())})
+}
+
+fn rsa_token(c: &Value) -> String {
+    let key = EncodingKey::from_rsa_pem(&std::fs::read(format!("{FIX}rsa_private.pem")).unwrap()).unwrap();
+    encode(&Header::new(Algorithm::RS256), c, &key).unwrap()
+}
+
+async fn fire(k: &Kit, token: Option<&str>, job: &str) -> (u16, Value) {
+    let mut rq = Request::post("/api/cron/fire").header("content-type", "application/json");
+    if let Some(t) = token {
+        rq = rq.header("authorization", format!("Bearer {t}"));
+    }
+    let body = json!({"job_id": job, "fire_at": "2026-12-01T08:00:00Z"}).to_string();
+    let state = Arc::new(HttpState { app: k.app.clone(), api_key: None, provider: "chronos".into() });
+    let resp = router(state).oneshot(rq.body(Body::from(body)).unwrap()).await.unwrap();
+    let status = resp.status().as_u16();
+    (status, serde_json::from_slice(&to_bytes(resp.into_body(), usize::MAX).await.unwrap()).unwrap_or(Value::Null))
+}
+
+fn with(k: &Kit, f: impl Fn(&mut Value)) -> Value {
+    let mut c = claims(k);
+    f(&mut c);
+    c
+}
+
+#[tokio::test]
+async fn forged_and_misused_tokens_are_refused_without_detail() {
+    let k = kit(&format!("public_key_pem: {FIX}rsa_public.pem")).await;
+    let rsa_pub = std::fs::read(format!("{FIX}rsa_public.pem")).unwrap();
+    let b64 = |v: &Value| URL_SAFE_NO_PAD.encode(v.to_string());
+    let valid = rsa_token(&claims(&k));
+    let mut tampered: Vec<String> = valid.split('.').map(str::to_string).collect();
+    tampered[1] = b64(&with(&k, |c| c["job_id"] = json!("j1-other")));
+    let t = k.now.timestamp();
+    let cases: Vec<(&str, Option<String>)> = vec![
+        ("missing token", None),
+        ("garbage", Some("not.a.jwt".into())),
+        ("alg none", Some(format!("{}.{}.", b64(&json!({"alg": "none", "typ": "JWT"})), b64(&claims(&k))))),
+        (
+            "HS256 with the RSA public key as secret",
+            Some(encode(&Header::new(Algorithm::HS256), &claims(&k), &EncodingKey::from_secret(&rsa_pub)).unwrap()),
+        ),
+        ("wrong aud", Some(rsa_token(&with(&k, |c| c["aud"] = json!("agent:someone-else"))))),
+        ("missing aud", Some(rsa_token(&with(&k, |c| drop(c.as_object_mut().unwrap().remove("aud")))))),
+        ("wrong iss", Some(rsa_token(&with(&k, |c| c["iss"] = json!("https://evil.test"))))),
+        (
+            "expired past leeway",
+            Some(rsa_token(&with(&k, |c| {
+                c["iat"] = json!(t - 200);
+                c["exp"] = json!(t - 31);
+            }))),
+        ),
+        ("nbf in the future past leeway", Some(rsa_token(&with(&k, |c| c["nbf"] = json!(t + 31))))),
+        ("missing purpose", Some(rsa_token(&with(&k, |c| drop(c.as_object_mut().unwrap().remove("purpose")))))),
+        ("wrong purpose", Some(rsa_token(&with(&k, |c| c["purpose"] = json!("login"))))),
+        ("lifetime over 600 s", Some(rsa_token(&with(&k, |c| c["exp"] = json!(t + 601))))),
+        ("missing exp", Some(rsa_token(&with(&k, |c| drop(c.as_object_mut().unwrap().remove("exp")))))),
+        ("tampered payload", Some(tampered.join("."))),
+        ("job_id mismatch", Some(rsa_token(&with(&k, |c| c["job_id"] = json!("another-job"))))),
+        (
+            "signed by another RSA key",
+            Some(
+                encode(
+                    &Header::new(Algorithm::RS256),
+                    &claims(&k),
+                    &EncodingKey::from_ec_pem(&std::fs::read(format!("{FIX}ec_private.pem")).unwrap()).unwrap(),
+                )
+                .unwrap_or_default(),
+            ),
+        ),
+    ];
+    assert!(cases.len() >= 15);
+    for (name, token) in &cases {
+        let (s, body) = fire(&k, token.as_deref(), "j1").await;
+        assert_eq!((s, body.clone()), (401, json!({"error": "invalid fire token"})), "case: {name}");
+    }
+    assert_eq!(k.llm.0.load(Ordering::SeqCst), 0, "no model call");
+    assert!(k.app.store.claim_status(&Occurrence::new("j1", k.now)).await.unwrap().is_none(), "nothing claimed");
+    // Replay: the same jti twice (first for a job that is gone, so nothing runs).
+    let once = rsa_token(&with(&k, |c| c["job_id"] = json!("missing-job")));
+    assert_eq!(fire(&k, Some(&once), "missing-job").await, (200, json!({"status": "gone"})));
+    assert_eq!(fire(&k, Some(&once), "missing-job").await.0, 401, "replayed jti");
+    // Leeway: exp 29 s ago is still accepted, and the valid token fires exactly once.
+    let ok = rsa_token(&with(&k, |c| {
+        c["iat"] = json!(t - 100);
+        c["exp"] = json!(t - 29);
+    }));
+    let (s, body) = fire(&k, Some(&ok), "j1").await;
+    assert_eq!((s, body["status"].as_str()), (200, Some("ok")), "{body}");
+    assert_eq!(k.llm.0.load(Ordering::SeqCst), 1);
+    assert_eq!(fire(&k, Some(&valid), "j1").await.1["status"], "duplicate");
+    assert_eq!(k.llm.0.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn an_rs256_token_is_not_verified_against_an_ec_key() {
+    let k = kit(&format!("public_key_pem: {FIX}ec_public.pem")).await;
+    assert_eq!(fire(&k, Some(&rsa_token(&claims(&k))), "j1").await.0, 401);
+    let ec = EncodingKey::from_ec_pem(&std::fs::read(format!("{FIX}ec_private.pem")).unwrap()).unwrap();
+    let good = encode(&Header::new(Algorithm::ES256), &claims(&k), &ec).unwrap();
+    assert_eq!(fire(&k, Some(&good), "j1").await.1["status"], "ok");
+    assert_eq!(k.llm.0.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn jwks_keys_are_selected_by_kid_and_unknown_kids_refused() {
+    // Serve a JWKS with the EC key (x, y from the uncompressed point at the end of the SPKI DER).
+    let pem = std::fs::read_to_string(format!("{FIX}ec_public.pem")).unwrap();
+    let der =
+        base64::engine::general_purpose::STANDARD.decode(pem.lines().filter(|l| !l.starts_with("-----")).collect::<String>()).unwrap();
+    let point = &der[der.len() - 64..];
+    let jwks = json!({"keys": [{"kty": "EC", "crv": "P-256", "kid": "k1", "x": URL_SAFE_NO_PAD.encode(&point[..32]), "y": URL_SAFE_NO_PAD.encode(&point[32..])}]});
+    let fetches = Arc::new(AtomicUsize::new(0));
+    let f2 = fetches.clone();
+    let r = axum::Router::new().route(
+        "/jwks.json",
+        axum::routing::get(move || {
+            f2.fetch_add(1, Ordering::SeqCst);
+            let j = jwks.clone();
+            async move { axum::Json(j) }
+        }),
+    );
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/jwks.json", l.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(l, r).await });
+    let k = kit(&format!("jwks_url: {url}")).await;
+    let ec = EncodingKey::from_ec_pem(&std::fs::read(format!("{FIX}ec_private.pem")).unwrap()).unwrap();
+    let mut h = Header::new(Algorithm::ES256);
+    h.kid = Some("nope".into());
+    assert_eq!(fire(&k, Some(&encode(&h, &claims(&k), &ec).unwrap()), "j1").await.0, 401, "unknown kid");
+    h.kid = Some("nope-again".into());
+    assert_eq!(fire(&k, Some(&encode(&h, &claims(&k), &ec).unwrap()), "j1").await.0, 401);
+    assert_eq!(fetches.load(Ordering::SeqCst), 1, "unknown kids refresh the JWKS at most once per 30 s");
+    h.kid = Some("k1".into());
+    assert_eq!(fire(&k, Some(&encode(&h, &claims(&k), &ec).unwrap()), "j1").await.1["status"], "ok");
+}
+
+#[tokio::test]
+async fn bad_bodies_are_400() {
+    let k = kit(&format!("public_key_pem: {FIX}rsa_public.pem")).await;
+    let state = Arc::new(HttpState { app: k.app.clone(), api_key: None, provider: "chronos".into() });
+    for body in ["{", "{}", r#"{"job_id":""}"#, r#"{"job_id":"j1","fire_at":"yesterday"}"#] {
+        let rq = Request::post("/api/cron/fire").header("content-type", "application/json").body(Body::from(body)).unwrap();
+        let resp = router(state.clone()).oneshot(rq).await.unwrap();
+        assert_eq!(resp.status().as_u16(), 400, "{body}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_concurrent_valid_fires_run_the_occurrence_once() {
+    let k = Arc::new(kit(&format!("public_key_pem: {FIX}rsa_public.pem")).await);
+    let mut tasks = Vec::new();
+    for _ in 0..50 {
+        let k = k.clone();
+        tasks.push(tokio::spawn(async move {
+            let token = rsa_token(&claims(&k));
+            fire(&k, Some(&token), "j1").await
+        }));
+    }
+    let mut statuses = Vec::new();
+    for t in tasks {
+        let (s, b) = t.await.unwrap();
+        assert_eq!(s, 200, "{b}");
+        statuses.push(b["status"].as_str().unwrap().to_string());
+    }
+    assert_eq!(statuses.iter().filter(|s| *s == "ok").count(), 1, "{statuses:?}");
+    assert_eq!(statuses.iter().filter(|s| *s == "duplicate").count(), 49, "{statuses:?}");
+    assert_eq!(k.llm.0.load(Ordering::SeqCst), 1);
+}

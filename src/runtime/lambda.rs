@@ -1,0 +1,329 @@
+//! The AWS Lambda entry (feature `aws`): used when `AWS_LAMBDA_RUNTIME_API` is set.
+//!
+//! One cold start builds the app once (config from `HERMES_HOME`, else `/tmp/hermes-zero`;
+//! clients once) and runs a bounded recovery sweep. Each invocation is then one of:
+//! - an EventBridge Scheduler fire event `{"hermes_zero_fire":{"job_id","fire_at"}}` → the
+//!   shared fire path (`App::fire`), answered with `{"status":"ok|duplicate|stale|gone",…}`;
+//! - an HTTP event (Function URL, API Gateway v2/v1, ALB) → converted with `lambda_http` and
+//!   served by the same `http::router` as `serve`, answered in the shape of its origin.
+//!
+//! Lambda freezes the sandbox once the runtime asks for the next event, so work the app left
+//! running after answering (a queued turn drained in the background, a Discord follow-up)
+//! would stall. A layer around the runtime therefore waits, *after* the response has been
+//! posted and before the next event is requested, until no turn runs in this process — bounded
+//! by the invocation deadline minus a margin. What is still running then resumes on a later
+//! invocation, or is recovered from its expired lease by a later sweep.
+//!
+//! Knows the Lambda event shapes and runtime protocol; the use cases know nothing of Lambda.
+
+use crate::app::{App, FireStatus};
+use crate::clients::eventbridge;
+use crate::config::{Env, load_settings};
+use crate::http::{HttpState, router};
+use axum::Router;
+use chrono::{DateTime, Utc};
+use lambda_http::request::LambdaRequest;
+use lambda_runtime::tower::{Layer, Service, ServiceExt};
+use lambda_runtime::{LambdaEvent, LambdaInvocation, Runtime, layers::TracingLayer, service_fn};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::convert::Infallible;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, SystemTime};
+
+/// The variable whose presence means "running as a Lambda function".
+pub const RUNTIME_API_VAR: &str = "AWS_LAMBDA_RUNTIME_API";
+/// Variables the Lambda runtime client needs besides the API address.
+const REQUIRED_VARS: [&str; 3] = ["AWS_LAMBDA_FUNCTION_NAME", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "AWS_LAMBDA_FUNCTION_VERSION"];
+/// Bound of the cold-start recovery (Lambda allows 10 s of init before the first event).
+const COLD_START_BUDGET: Duration = Duration::from_secs(4);
+/// Kept free before the invocation deadline for posting results and logging.
+const DEADLINE_MARGIN: Duration = Duration::from_secs(10);
+/// Key of the fire event.
+const FIRE_KEY: &str = "hermes_zero_fire";
+
+/// Runs the process as a Lambda function until the runtime stops it.
+pub fn main() -> ExitCode {
+    match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt.block_on(run()),
+        Err(e) => {
+            eprintln!("hermes-zero: cannot start the async runtime: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> ExitCode {
+    let env = Env::from_process();
+    let Some(api) = env.get(RUNTIME_API_VAR).map(str::to_string) else { return ExitCode::FAILURE };
+    if let Some(missing) = REQUIRED_VARS.iter().find(|v| env.get(v).is_none()) {
+        return init_failed(&api, "Runtime.MissingEnvironment", &format!("{missing} is not set"), ExitCode::FAILURE).await;
+    }
+    let home = env.get("HERMES_HOME").map_or_else(|| PathBuf::from("/tmp/hermes-zero"), PathBuf::from);
+    let cfg = match load_settings(&home, None, &env) {
+        Ok(c) => c,
+        Err(e) => return init_failed(&api, "Runtime.ConfigError", &e.to_string(), ExitCode::from(crate::cli::EXIT_CONFIG)).await,
+    };
+    for w in &cfg.warnings {
+        tracing::warn!("{w}");
+    }
+    let choice = crate::config::provider::choose(&cfg, true);
+    let mut app = match super::build_app(&home, cfg).await {
+        Ok(a) => a,
+        Err(e) => return init_failed(&api, "Runtime.StartError", &e.to_string(), ExitCode::FAILURE).await,
+    };
+    // Every sandbox runs the bootstrap under the same few pids, so the default owner id
+    // (`<host>:<pid>`) could collide across sandboxes; the log stream is unique per sandbox.
+    if let (Some(live), Some(stream)) = (Arc::get_mut(&mut app.live), env.get("AWS_LAMBDA_LOG_STREAM_NAME")) {
+        live.owner = crate::core::recovery::owner_id(&format!("lambda/{stream}"), std::process::id());
+    }
+    tracing::info!(provider = choice.provider, why = %choice.why, store = app.store.kind(), model = app.llm.name(), "hermes-zero on AWS Lambda");
+    if choice.provider == "eventbridge" && app.cfg.settings.cron.eventbridge.role_arn.is_empty() {
+        tracing::error!("cron.eventbridge.role_arn is not set: scheduled jobs cannot be armed and will not fire");
+    }
+    let api_key = app.cfg.secrets.api_server_key.clone();
+    if api_key.is_none() {
+        tracing::warn!("API_SERVER_KEY is not set: /api/* refuses every request");
+    }
+    cold_start(&app).await;
+    let state = Arc::new(HttpState { app: app.clone(), api_key, provider: app.timers.name().into() });
+    let handler = Handler { app: app.clone(), router: router(state) };
+    let runtime = Runtime::new(service_fn(move |ev: LambdaEvent<Value>| handler.clone().handle(ev)))
+        .layer(TracingLayer::new())
+        .layer(SettleLayer { app, first: Arc::new(AtomicBool::new(true)) });
+    match runtime.run().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = %e, "Lambda runtime stopped");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Reports an init failure to the Runtime API (so Lambda shows it), logs it, and exits.
+async fn init_failed(api: &str, kind: &str, msg: &str, code: ExitCode) -> ExitCode {
+    tracing::error!(error_type = kind, "cannot start: {msg}");
+    let url = format!("http://{api}/2018-06-01/runtime/init/error");
+    let body = json!({"errorType": kind, "errorMessage": msg});
+    let client = crate::clients::http_client(Duration::from_secs(5));
+    if let Err(e) = client.post(url).header("Lambda-Runtime-Function-Error-Type", kind).json(&body).send().await {
+        tracing::error!(error = %crate::clients::describe(e), "could not report the init error to the Lambda Runtime API");
+    }
+    code
+}
+
+/// Cold-start work, bounded: sync `jobs.json` if one is bundled, then one recovery sweep.
+/// Not `startup_sweep`: many sandboxes start and stop independently, so there is no
+/// clean-shutdown marker to trust; expired leases are the only evidence of interruption.
+async fn cold_start(app: &App) {
+    let work = async {
+        match app.sync_jobs_file().await {
+            Ok(r) if !(r.created.is_empty() && r.updated.is_empty() && r.disabled.is_empty()) => {
+                tracing::info!(created = r.created.len(), updated = r.updated.len(), disabled = r.disabled.len(), "jobs.json synced")
+            }
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e, "jobs.json refused; the stored jobs are unchanged"),
+        }
+        match app.sweep(false, true).await {
+            Ok(n) => tracing::info!(woken = n, "cold-start recovery sweep"),
+            Err(e) => tracing::error!(error = %e, "cold-start recovery sweep failed"),
+        }
+    };
+    if tokio::time::timeout(COLD_START_BUDGET, work).await.is_err() {
+        tracing::warn!("cold-start recovery still running; it continues during the first invocation");
+    }
+}
+
+/// Time left for work in an invocation: the deadline minus a margin (at most half of what
+/// is left, so short invocations still get time).
+pub fn budget(deadline: SystemTime, now: SystemTime) -> Duration {
+    let left = deadline.duration_since(now).unwrap_or_default();
+    left - DEADLINE_MARGIN.min(left / 2)
+}
+
+/// The per-invocation handler: built once, cloned per event.
+#[derive(Clone)]
+struct Handler {
+    app: App,
+    router: Router,
+}
+
+/// The occurrence in a fire event.
+#[derive(Debug, Deserialize)]
+struct FireEvent {
+    job_id: String,
+    #[serde(default)]
+    fire_at: Option<DateTime<Utc>>,
+}
+
+impl Handler {
+    async fn handle(self, ev: LambdaEvent<Value>) -> Result<Value, lambda_runtime::Error> {
+        let LambdaEvent { payload, context } = ev;
+        eventbridge::learn_function_arn(&context.invoked_function_arn);
+        if let Some(fire) = payload.get(FIRE_KEY) {
+            return self.fire(fire.clone()).await;
+        }
+        let stage = payload.pointer("/requestContext/stage").and_then(Value::as_str).filter(|s| *s != "$default").map(str::to_string);
+        let request: LambdaRequest =
+            serde_json::from_value(payload).map_err(|e| format!("unsupported event (neither HTTP nor {FIRE_KEY}): {e}"))?;
+        let router = self.router;
+        let inner = service_fn(move |req: lambda_http::Request| {
+            let router = router.clone();
+            let req = strip_stage(req, stage.as_deref());
+            async move { router.oneshot(req).await }
+        });
+        let adapter: lambda_http::Adapter<'static, _, _> = lambda_http::Adapter::from(inner);
+        let response = adapter.oneshot(LambdaEvent::new(request, context)).await.map_err(|e: Infallible| match e {})?;
+        Ok(serde_json::to_value(response)?)
+    }
+
+    async fn fire(&self, event: Value) -> Result<Value, lambda_runtime::Error> {
+        let ev: FireEvent = match serde_json::from_value(event) {
+            Ok(ev) => ev,
+            Err(e) => {
+                // Retrying a malformed event cannot help; answer instead of failing.
+                tracing::error!(error = %e, "malformed fire event");
+                return Ok(json!({"status": "invalid", "error": format!("malformed {FIRE_KEY}: {e}")}));
+            }
+        };
+        let status = self.app.fire(&ev.job_id, ev.fire_at, "eventbridge").await?;
+        let iso = |t: Option<DateTime<Utc>>| t.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+        Ok(match status {
+            FireStatus::Gone => json!({"status": "gone"}),
+            FireStatus::Duplicate => json!({"status": "duplicate"}),
+            FireStatus::Stale { next } => json!({"status": "stale", "next_fire_at": iso(next)}),
+            FireStatus::Ran { run, next } => {
+                json!({"status": "ok", "run_id": run.run_id, "outcome": run.status, "next_fire_at": iso(next)})
+            }
+        })
+    }
+}
+
+/// Removes the API Gateway stage prefix (`/prod/healthz` → `/healthz`): the router serves
+/// from the root whatever the stage is called.
+fn strip_stage(req: lambda_http::Request, stage: Option<&str>) -> lambda_http::Request {
+    let Some(stage) = stage else { return req };
+    let (mut parts, body) = req.into_parts();
+    let path = parts.uri.path();
+    let prefix = format!("/{stage}");
+    let rest = match path.strip_prefix(&prefix) {
+        Some("") => "/",
+        Some(r) if r.starts_with('/') => r,
+        _ => return lambda_http::Request::from_parts(parts, body),
+    };
+    let pq = match parts.uri.query() {
+        Some(q) => format!("{rest}?{q}"),
+        None => rest.to_string(),
+    };
+    let mut uri = parts.uri.clone().into_parts();
+    if let Ok(p) = pq.parse() {
+        uri.path_and_query = Some(p);
+        if let Ok(u) = axum::http::Uri::from_parts(uri) {
+            parts.uri = u;
+        }
+    }
+    lambda_http::Request::from_parts(parts, body)
+}
+
+/// After each response is posted (and before the next event is requested): on the first
+/// invocation, reconcile the timers (the function ARN is known by now); then wait until no
+/// turn runs in this process. Bounded by the invocation deadline minus a margin.
+#[derive(Clone)]
+struct SettleLayer {
+    app: App,
+    first: Arc<AtomicBool>,
+}
+
+impl<S> Layer<S> for SettleLayer {
+    type Service = Settle<S>;
+    fn layer(&self, inner: S) -> Settle<S> {
+        Settle { inner, app: self.app.clone(), first: self.first.clone() }
+    }
+}
+
+/// The service of [`SettleLayer`].
+struct Settle<S> {
+    inner: S,
+    app: App,
+    first: Arc<AtomicBool>,
+}
+
+impl<S> Service<LambdaInvocation> for Settle<S>
+where
+    S: Service<LambdaInvocation, Response = (), Error = lambda_runtime::Error>,
+    S::Future: 'static,
+{
+    type Response = ();
+    type Error = lambda_runtime::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<(), lambda_runtime::Error>>>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, inv: LambdaInvocation) -> Self::Future {
+        let deadline = inv.context.deadline();
+        let posted = self.inner.call(inv);
+        let (app, first) = (self.app.clone(), self.first.swap(false, Ordering::SeqCst));
+        Box::pin(async move {
+            let result = posted.await;
+            let settle = async {
+                if first && app.timers.name() != "builtin" {
+                    let _ = app.reconcile_timers().await;
+                }
+                wait_idle(&app).await;
+            };
+            if tokio::time::timeout(budget(deadline, SystemTime::now()), settle).await.is_err() {
+                let running = app.live.running().len();
+                tracing::warn!(
+                    running,
+                    "turns still running at the invocation deadline; they resume later or are recovered from their leases"
+                );
+            }
+            result
+        })
+    }
+}
+
+/// Waits until no turn runs in this process (seen idle twice in a row, so a task that was
+/// just spawned has the chance to register its turn).
+async fn wait_idle(app: &App) {
+    let mut quiet = 0;
+    while quiet < 2 {
+        quiet = if app.live.running().is_empty() { quiet + 1 } else { 0 };
+        tokio::time::sleep(Duration::from_millis(40)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budget_keeps_a_margin() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
+        assert_eq!(budget(now + Duration::from_secs(60), now), Duration::from_secs(50));
+        assert_eq!(budget(now + Duration::from_secs(8), now), Duration::from_secs(4));
+        assert_eq!(budget(now - Duration::from_secs(1), now), Duration::ZERO);
+    }
+
+    fn req(uri: &str) -> lambda_http::Request {
+        let mut r = lambda_http::Request::new(lambda_http::Body::Empty);
+        *r.uri_mut() = uri.parse().unwrap();
+        r
+    }
+
+    #[test]
+    fn stage_prefix_is_removed() {
+        assert_eq!(strip_stage(req("/prod/healthz?x=1"), Some("prod")).uri().path_and_query().map(|p| p.as_str()), Some("/healthz?x=1"));
+        assert_eq!(strip_stage(req("/prod"), Some("prod")).uri().path(), "/");
+        assert_eq!(strip_stage(req("/production/x"), Some("prod")).uri().path(), "/production/x");
+        assert_eq!(strip_stage(req("/healthz"), None).uri().path(), "/healthz");
+    }
+}

@@ -1,0 +1,163 @@
+//! Jobs, claims and runs. `claim` is the at-most-once primitive: the claim's
+//! `attribute_not_exists` insert and the job's version check in one transaction.
+
+use super::items::{CLAIM_SK, Item, JOB_PREFIX, JOBS_PK, RUN_PREFIX, doc, get_s, job_key, key, ms, n, occ_pk, occ_ttl, runs_pk, s};
+use super::query::Query;
+use super::table::GSI_DUE;
+use super::tx::{ATTEMPTS, Cond, Outcome, Part, Tx, backoff};
+use super::{DynamoStore, sdk};
+use crate::core::job::{Job, JobState, Occurrence, RunRecord};
+use crate::ports::{Claim, StoreError};
+use crate::store::encode;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::ReturnValue;
+use chrono::{DateTime, Utc};
+
+/// The due index key: set only for jobs a ticker should look at (as in SQLite).
+fn due_at(j: &Job) -> Option<i64> {
+    // Running counts: a crash mid-run must not stop later occurrences (their claims differ).
+    (j.enabled && matches!(j.state, JobState::Scheduled | JobState::Running)).then_some(j.next_run_at.map(ms)).flatten()
+}
+
+fn job_item(j: &Job) -> Result<Item, StoreError> {
+    let mut it = job_key(&j.id);
+    it.insert("doc".into(), s(encode(&j.id, j)?));
+    it.insert("version".into(), n(j.version));
+    if let Some(t) = due_at(j) {
+        it.insert("due_pk".into(), s("DUE"));
+        it.insert("due_at".into(), n(t));
+    }
+    Ok(it)
+}
+
+/// Adds `job` written as version `job.version + 1`, guarded by its current version.
+fn plan_job(st: &DynamoStore, tx: &mut Tx, job: &Job) -> Result<Job, StoreError> {
+    let mut next = job.clone();
+    next.version += 1;
+    let cond = if job.version == 0 { Cond::absent() } else { Cond::new("#version = :v").val(":v", n(job.version)) };
+    tx.put(&st.table, Part::Job, job_item(&next)?, Some(cond))?;
+    Ok(next)
+}
+
+fn conflict(job: &Job) -> StoreError {
+    StoreError::Conflict(format!("job {}", job.id))
+}
+
+/// `Store::put_job`.
+pub(super) async fn put(st: &DynamoStore, job: &Job) -> Result<Job, StoreError> {
+    for attempt in 0..ATTEMPTS {
+        let mut tx = Tx::default();
+        let next = plan_job(st, &mut tx, job)?;
+        match st.transact(tx).await? {
+            Outcome::Done => return Ok(next),
+            Outcome::Failed(_) => return Err(conflict(job)),
+            Outcome::Contended => backoff(attempt).await,
+        }
+    }
+    Err(conflict(job))
+}
+
+/// `Store::get_job`.
+pub(super) async fn get(st: &DynamoStore, id: &str) -> Result<Option<Job>, StoreError> {
+    st.get(job_key(id)).await?.map(|it| doc(&it, id)).transpose()
+}
+
+/// `Store::list_jobs`: the fixed `JOBS` partition, in id order.
+pub(super) async fn list(st: &DynamoStore) -> Result<Vec<Job>, StoreError> {
+    let items = st.query(Query::prefix(JOBS_PK.to_string(), JOB_PREFIX)).await?;
+    items.iter().map(|it| doc(it, "job")).collect()
+}
+
+/// `Store::delete_job`.
+pub(super) async fn delete(st: &DynamoStore, id: &str) -> Result<bool, StoreError> {
+    let out = st
+        .client
+        .delete_item()
+        .table_name(&st.table)
+        .set_key(Some(job_key(id)))
+        .return_values(ReturnValue::AllOld)
+        .send()
+        .await
+        .map_err(sdk("DeleteItem"))?;
+    Ok(out.attributes.is_some_and(|a| !a.is_empty()))
+}
+
+/// `Store::due_jobs`: the sparse due index, oldest first.
+pub(super) async fn due(st: &DynamoStore, now: DateTime<Utc>, limit: usize) -> Result<Vec<Job>, StoreError> {
+    let items = st.query(Query::index(GSI_DUE, "DUE", Some(ms(now))).take(limit)).await?;
+    items.iter().map(|it| doc(it, "job")).collect()
+}
+
+fn claim_key(occ: &Occurrence) -> Item {
+    key(occ_pk(occ), CLAIM_SK)
+}
+
+/// `Store::claim_occurrence`.
+pub(super) async fn claim(st: &DynamoStore, occ: &Occurrence, job: &Job, now: DateTime<Utc>) -> Result<Claim, StoreError> {
+    for attempt in 0..ATTEMPTS {
+        let mut tx = Tx::default();
+        let mut c = claim_key(occ);
+        c.insert("job_id".into(), s(&occ.job_id));
+        c.insert("fire_at".into(), n(occ.fire_at.timestamp()));
+        c.insert("status".into(), s("claimed"));
+        c.insert("claimed_at".into(), n(ms(now)));
+        c.insert(super::items::TTL.into(), occ_ttl(occ, now));
+        tx.put(&st.table, Part::Claim, c, Some(Cond::absent()))?;
+        let next = plan_job(st, &mut tx, job)?;
+        match st.transact(tx).await? {
+            Outcome::Done => return Ok(Claim::Claimed(Box::new(next))),
+            o if o.lost(Part::Claim) => return Ok(Claim::Duplicate),
+            // Only the job's version was reported: the claim may still be taken (a winner
+            // bumps the version), and a taken claim is a duplicate, not a conflict.
+            Outcome::Failed(_) => {
+                return if claim_status(st, occ).await?.is_some() { Ok(Claim::Duplicate) } else { Err(conflict(job)) };
+            }
+            Outcome::Contended => backoff(attempt).await,
+        }
+    }
+    Err(conflict(job))
+}
+
+/// `Store::claim_status`.
+pub(super) async fn claim_status(st: &DynamoStore, occ: &Occurrence) -> Result<Option<String>, StoreError> {
+    Ok(st.get(claim_key(occ)).await?.and_then(|it| get_s(&it, "status").map(str::to_string)))
+}
+
+/// `Store::finish_run`: the claim's status (if claimed), the run, then the retention trim.
+pub(super) async fn finish_run(st: &DynamoStore, run: &RunRecord, retention: usize) -> Result<(), StoreError> {
+    let occ = Occurrence::new(&run.job_id, run.fire_at);
+    let res = st
+        .client
+        .update_item()
+        .table_name(&st.table)
+        .set_key(Some(claim_key(&occ)))
+        .update_expression("SET #status = :s")
+        .condition_expression("attribute_exists(#pk)")
+        .expression_attribute_names("#status", "status")
+        .expression_attribute_names("#pk", "pk")
+        .expression_attribute_values(":s", s(&run.status))
+        .send()
+        .await;
+    match res {
+        // No claim (e.g. a run recorded without one): nothing to update, as in SQLite.
+        Err(e) if matches!(e.as_service_error(), Some(UpdateItemError::ConditionalCheckFailedException(_))) => {}
+        other => {
+            other.map_err(sdk("UpdateItem"))?;
+        }
+    }
+    let mut it = key(runs_pk(&run.job_id), super::items::run_sk(run.started_at, &run.run_id));
+    it.insert("doc".into(), s(encode("run", run)?));
+    st.client.put_item().table_name(&st.table).set_item(Some(it)).send().await.map_err(sdk("PutItem"))?;
+    let mut q = Query::prefix(runs_pk(&run.job_id), RUN_PREFIX).newest_first();
+    q.keys_only = true;
+    for old in st.query(q).await?.into_iter().skip(retention) {
+        st.client.delete_item().table_name(&st.table).set_key(Some(old)).send().await.map_err(sdk("DeleteItem"))?;
+    }
+    Ok(())
+}
+
+/// `Store::list_runs`: newest first.
+pub(super) async fn list_runs(st: &DynamoStore, job_id: &str, limit: usize) -> Result<Vec<RunRecord>, StoreError> {
+    let items = st.query(Query::prefix(runs_pk(job_id), RUN_PREFIX).newest_first().take(limit)).await?;
+    items.iter().map(|it| doc(it, "run")).collect()
+}

@@ -1,0 +1,89 @@
+//! Small records: the delivery ledger, once keys (JWT `jti` replay) and meta records.
+
+use super::items::{TTL, get_s, ledger_key, meta_key, ms, n, occ_ttl, once_key, s};
+use super::tx::{ATTEMPTS, Cond, Outcome, Part, Tx, backoff};
+use super::{DynamoError, DynamoStore, sdk};
+use crate::core::job::Occurrence;
+use crate::ports::StoreError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use chrono::{DateTime, Utc};
+
+/// Writes one marker item if its condition holds; false if it does not.
+async fn insert_marker(st: &DynamoStore, item: super::items::Item, cond: impl Fn() -> Cond, op: &'static str) -> Result<bool, StoreError> {
+    for attempt in 0..ATTEMPTS {
+        let mut tx = Tx::default();
+        tx.put(&st.table, Part::Marker, item.clone(), Some(cond()))?;
+        match st.transact(tx).await? {
+            Outcome::Done => return Ok(true),
+            Outcome::Failed(_) => return Ok(false),
+            Outcome::Contended => backoff(attempt).await,
+        }
+    }
+    Err(DynamoError::Contended(op).into())
+}
+
+/// `Store::ledger_begin`.
+pub(super) async fn ledger_begin(st: &DynamoStore, occ: &Occurrence, target: &str, now: DateTime<Utc>) -> Result<bool, StoreError> {
+    let mut it = ledger_key(occ, target);
+    it.insert("status".into(), s("sending"));
+    it.insert("at".into(), n(ms(now)));
+    it.insert(TTL.into(), occ_ttl(occ, now));
+    insert_marker(st, it, Cond::absent, "ledger_begin").await
+}
+
+/// `Store::ledger_finish`: updates an existing row only, as in SQLite.
+pub(super) async fn ledger_finish(
+    st: &DynamoStore,
+    occ: &Occurrence,
+    target: &str,
+    status: &str,
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let res = st
+        .client
+        .update_item()
+        .table_name(&st.table)
+        .set_key(Some(ledger_key(occ, target)))
+        .update_expression("SET #status = :s, #at = :a")
+        .condition_expression("attribute_exists(#pk)")
+        .expression_attribute_names("#status", "status")
+        .expression_attribute_names("#at", "at")
+        .expression_attribute_names("#pk", "pk")
+        .expression_attribute_values(":s", s(status))
+        .expression_attribute_values(":a", n(ms(now)))
+        .send()
+        .await;
+    match res {
+        Err(e) if matches!(e.as_service_error(), Some(UpdateItemError::ConditionalCheckFailedException(_))) => Ok(()),
+        other => other.map(|_| ()).map_err(sdk("UpdateItem")),
+    }
+}
+
+/// `Store::use_once`: an expired key counts as absent even before TTL removes it.
+pub(super) async fn use_once(st: &DynamoStore, key: &str, expires_at: DateTime<Utc>, now: DateTime<Utc>) -> Result<bool, StoreError> {
+    let mut it = once_key(key);
+    it.insert("expires_at".into(), n(ms(expires_at)));
+    // TTL removal is lazy (it can take days); the condition below is what enforces expiry.
+    it.insert(TTL.into(), n(expires_at.timestamp() + 1));
+    let cond = || Cond::new("attribute_not_exists(#pk) OR #expires_at < :now").val(":now", n(ms(now)));
+    insert_marker(st, it, cond, "use_once").await
+}
+
+/// `Store::get_meta`.
+pub(super) async fn get_meta(st: &DynamoStore, key: &str) -> Result<Option<String>, StoreError> {
+    Ok(st.get(meta_key(key)).await?.and_then(|it| get_s(&it, "value").map(str::to_string)))
+}
+
+/// `Store::put_meta`.
+pub(super) async fn put_meta(st: &DynamoStore, key: &str, value: &str) -> Result<(), StoreError> {
+    let mut it = meta_key(key);
+    it.insert("value".into(), s(value));
+    st.client.put_item().table_name(&st.table).set_item(Some(it)).send().await.map_err(sdk("PutItem"))?;
+    Ok(())
+}
+
+/// `Store::delete_meta`.
+pub(super) async fn delete_meta(st: &DynamoStore, key: &str) -> Result<(), StoreError> {
+    st.client.delete_item().table_name(&st.table).set_key(Some(meta_key(key))).send().await.map_err(sdk("DeleteItem"))?;
+    Ok(())
+}

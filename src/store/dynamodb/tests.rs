@@ -1,0 +1,187 @@
+//! The conformance suite, the two-handle races and DynamoDB-specific checks (pagination,
+//! transaction limits, chunked clears) against a local DynamoDB API server (moto), whose
+//! URL `scripts/test.sh` exports as `HZ_MOTO_ENDPOINT`. Each test uses fresh tables with
+//! random names, so runs never see each other's data.
+
+use super::{DynamoError, DynamoStore};
+use crate::core::ids::{ChatType, Origin, SessionId, SessionKey};
+use crate::core::session::{Message, Role, SessionEntry, SessionRecord};
+use crate::ports::{QueuedItem, SessionChange, Store, StoreError};
+use crate::store::conformance;
+use aws_sdk_dynamodb::config::{Credentials, Region};
+use chrono::Utc;
+use std::sync::Arc;
+
+fn endpoint() -> Option<String> {
+    let ep = std::env::var("HZ_MOTO_ENDPOINT").ok().filter(|e| !e.is_empty());
+    if ep.is_none() {
+        println!("dynamodb conformance skipped: HZ_MOTO_ENDPOINT not set (scripts/test.sh starts moto)");
+    }
+    ep
+}
+
+/// A handle on `table` at the local server, with test credentials and region fixed here so
+/// the tests do not depend on the caller's AWS environment.
+async fn handle(endpoint: &str, table: &str) -> DynamoStore {
+    let cfg = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("testing", "testing", None, None, "hz-tests"))
+        .endpoint_url(endpoint)
+        .load()
+        .await;
+    DynamoStore { client: aws_sdk_dynamodb::Client::new(&cfg), table: table.to_string(), page_size: None }
+}
+
+/// A new, empty table and a handle on it.
+async fn fresh(endpoint: &str) -> DynamoStore {
+    let table = format!("hz-test-{:016x}", rand::random::<u64>());
+    let s = handle(endpoint, &table).await;
+    assert!(s.create_table().await.unwrap(), "a new table is created");
+    s
+}
+
+#[tokio::test]
+async fn conformance_on_moto() {
+    let Some(ep) = endpoint() else { return };
+    // Pages of 3 items, so every listing crosses page boundaries.
+    conformance::run_all(|| async { Arc::new(fresh(&ep).await.with_page_size(3)) as Arc<dyn Store> }).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_handles_race_on_moto() {
+    let Some(ep) = endpoint() else { return };
+    let a = fresh(&ep).await;
+    let b = handle(&ep, a.table()).await;
+    let (a, b): (Arc<dyn Store>, Arc<dyn Store>) = (Arc::new(a), Arc::new(b));
+    conformance::cas_race(a.clone(), b.clone()).await;
+    conformance::claim_race(a, b).await;
+}
+
+#[tokio::test]
+async fn create_table_is_idempotent() {
+    let Some(ep) = endpoint() else { return };
+    let s = fresh(&ep).await;
+    assert!(!s.create_table().await.unwrap(), "second run finds the table");
+    assert!(!handle(&ep, s.table()).await.create_table().await.unwrap());
+}
+
+#[tokio::test]
+async fn transcript_pages_past_one_megabyte() {
+    let Some(ep) = endpoint() else { return };
+    let s = fresh(&ep).await;
+    let id = SessionId::generate(Utc::now(), &Utc);
+    let t = Utc::now();
+    let body = |i: usize| format!("{i:04}:{}", "x".repeat(4096));
+    for batch in 0..30 {
+        let msgs: Vec<Message> = (0..10).map(|j| Message::text(Role::User, body(batch * 10 + j), t)).collect();
+        s.append_messages(&id, &msgs, None).await.unwrap();
+    }
+    assert_eq!(s.count_messages(&id).await.unwrap(), 300);
+    let all = s.recent_messages(&id, usize::MAX >> 1).await.unwrap();
+    assert_eq!(all.len(), 300, "every page read (300 × 4 KB > 1 MB)");
+    assert!(all.iter().enumerate().all(|(i, m)| m.content == body(i)), "in order");
+    let tail = s.recent_messages(&id, 5).await.unwrap();
+    assert_eq!(tail.iter().map(|m| m.content[..4].to_string()).collect::<Vec<_>>(), ["0295", "0296", "0297", "0298", "0299"]);
+    assert!(s.recent_messages(&id, 0).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn oversized_atomic_writes_are_refused_whole() {
+    let Some(ep) = endpoint() else { return };
+    let s = fresh(&ep).await;
+    let id = SessionId::generate(Utc::now(), &Utc);
+    let msgs: Vec<Message> = (0..150).map(|i| Message::text(Role::Tool, format!("m{i}"), Utc::now())).collect();
+    match s.append_messages(&id, &msgs, None).await {
+        Err(StoreError::Backend(e)) => assert!(matches!(e.downcast_ref::<DynamoError>(), Some(DynamoError::TooManyItems(151)))),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert_eq!(s.count_messages(&id).await.unwrap(), 0, "nothing written");
+}
+
+#[tokio::test]
+async fn clear_removes_more_than_one_transaction_holds() {
+    let Some(ep) = endpoint() else { return };
+    let s = fresh(&ep).await.with_page_size(50);
+    let key = SessionKey::parse("agent:main:api:dm:big").unwrap();
+    let item = |i: usize| QueuedItem { text: format!("q{i}"), message_id: None, at: Utc::now() };
+    for i in 0..130 {
+        assert_eq!(s.queue_push(&key, &item(i), 200, None).await.unwrap(), i + 1);
+    }
+    let listed = s.queue_list(&key).await.unwrap();
+    assert_eq!(listed.iter().map(|q| q.text.clone()).collect::<Vec<_>>(), (0..130).map(|i| format!("q{i}")).collect::<Vec<_>>());
+    assert!(s.wake_candidates(Utc::now(), false).await.unwrap().contains(&key));
+    assert_eq!(s.queue_clear(&key).await.unwrap(), 130);
+    assert!(s.queue_list(&key).await.unwrap().is_empty());
+    assert!(!s.wake_candidates(Utc::now(), false).await.unwrap().contains(&key), "an empty queue leaves the wake index");
+    assert_eq!(s.queue_push(&key, &item(0), 1, None).await.unwrap(), 1, "the cap counts from the new head");
+}
+
+#[tokio::test]
+async fn changes_of_one_item_are_folded_into_one_write() {
+    let Some(ep) = endpoint() else { return };
+    let s = fresh(&ep).await;
+    let origin = Origin::new("api", "fold", ChatType::Dm, Some("u"), None).unwrap();
+    let now = Utc::now();
+    let e = SessionEntry::new(SessionKey::derive(&origin, Default::default()), SessionId::generate(now, &Utc), origin, now);
+    let rec = SessionRecord {
+        session_id: e.session_id.clone(),
+        session_key: e.session_key.clone(),
+        platform: "api".into(),
+        title: None,
+        started_at: now,
+        ended_at: None,
+        end_reason: None,
+    };
+    let append = |t: &str| SessionChange::Append { session_id: e.session_id.clone(), messages: vec![Message::text(Role::User, t, now)] };
+    let v1 = s.put_entry(&e, &[SessionChange::Start(rec), append("a"), append("b")]).await.unwrap();
+    assert_eq!(s.recent_messages(&e.session_id, 10).await.unwrap().iter().map(|m| m.content.as_str()).collect::<Vec<_>>(), ["a", "b"]);
+    let end = |r: &str| SessionChange::End { session_id: e.session_id.clone(), reason: r.into(), at: now };
+    let v2 = s.put_entry(&v1, &[end("first"), end("second")]).await.unwrap();
+    assert_eq!(s.get_session(&e.session_id).await.unwrap().unwrap().end_reason.as_deref(), Some("first"));
+    let v3 = s.put_entry(&v2, &[end("x"), SessionChange::Reopen(e.session_id.clone())]).await.unwrap();
+    assert!(s.get_session(&e.session_id).await.unwrap().unwrap().ended_at.is_none());
+    // Ending a conversation without a record changes nothing, as in SQLite.
+    let ghost = SessionId::generate(now - chrono::Duration::days(1), &Utc);
+    let ghost_end = SessionChange::End { session_id: ghost.clone(), reason: "x".into(), at: now };
+    s.put_entry(&v3, &[ghost_end]).await.unwrap();
+    assert!(s.get_session(&ghost).await.unwrap().is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_writers_never_share_a_sequence_number_or_pass_the_cap() {
+    let Some(ep) = endpoint() else { return };
+    let a = fresh(&ep).await;
+    let b = handle(&ep, a.table()).await;
+    let (a, b): (Arc<dyn Store>, Arc<dyn Store>) = (Arc::new(a), Arc::new(b));
+    let id = SessionId::generate(Utc::now(), &Utc);
+    let key = SessionKey::parse("agent:main:api:dm:cap").unwrap();
+    let mut tasks = Vec::new();
+    for w in 0..4 {
+        let (s, id, key) = (if w % 2 == 0 { a.clone() } else { b.clone() }, id.clone(), key.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut queued = 0;
+            for i in 0..8 {
+                s.append_messages(&id, &[Message::text(Role::User, format!("w{w}-{i}"), Utc::now())], None).await.unwrap();
+                let item = QueuedItem { text: format!("w{w}-{i}"), message_id: None, at: Utc::now() };
+                match s.queue_push(&key, &item, 10, None).await {
+                    Ok(_) => queued += 1,
+                    Err(StoreError::QueueFull(n)) => assert_eq!(n, 10),
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            queued
+        }));
+    }
+    let mut queued = 0;
+    for t in tasks {
+        queued += t.await.unwrap();
+    }
+    assert_eq!(queued, 10, "exactly the cap was admitted");
+    assert_eq!(a.queue_list(&key).await.unwrap().len(), 10);
+    assert_eq!(a.count_messages(&id).await.unwrap(), 32);
+    let mut texts: Vec<String> = b.recent_messages(&id, 100).await.unwrap().into_iter().map(|m| m.content).collect();
+    assert_eq!(texts.len(), 32);
+    texts.sort();
+    texts.dedup();
+    assert_eq!(texts.len(), 32, "no message overwritten another");
+}

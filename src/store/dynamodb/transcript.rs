@@ -1,0 +1,85 @@
+//! Transcripts and inbound ids: messages under `SESSION#<id>` with sequence numbers taken
+//! from the session's `SEQ` counter in the same transaction (compare-and-set on its old
+//! value, so two concurrent appenders can never take the same number).
+
+use super::items::{Item, MSG_PREFIX, SEQ_SK, doc, get_n, inbound_key, key, ms, msg_sk, n, s, session_pk};
+use super::query::Query;
+use super::tx::{ATTEMPTS, Cond, MAX_ITEMS, Outcome, Part, Tx, backoff};
+use super::{DynamoError, DynamoStore};
+use crate::core::ids::SessionId;
+use crate::core::session::Message;
+use crate::ports::{Appended, InboundId, StoreError};
+use crate::store::encode;
+use chrono::Utc;
+
+/// The inbound-seen marker of `d`.
+pub(super) fn inbound_item(d: &InboundId) -> Item {
+    let mut it = inbound_key(d);
+    it.insert("seen_at".into(), n(ms(Utc::now())));
+    it
+}
+
+/// Adds to `tx` the inbound marker of `d`; it fails the write if `d` was seen before.
+pub(super) fn plan_inbound(st: &DynamoStore, tx: &mut Tx, d: &InboundId) -> Result<(), StoreError> {
+    tx.put(&st.table, Part::Inbound, inbound_item(d), Some(Cond::absent()))
+}
+
+/// Adds to `tx` the messages `msgs` after the transcript's current end, and the counter's
+/// advance guarded by its current value.
+pub(super) async fn plan_append(st: &DynamoStore, tx: &mut Tx, id: &SessionId, msgs: &[Message]) -> Result<(), StoreError> {
+    if msgs.is_empty() {
+        return Ok(());
+    }
+    let needed = tx.len() + 1 + msgs.len();
+    if needed > MAX_ITEMS {
+        return Err(DynamoError::TooManyItems(needed).into());
+    }
+    let pk = session_pk(id);
+    let cur: u64 = st.get(key(pk.clone(), SEQ_SK)).await?.and_then(|it| get_n(&it, "n")).unwrap_or(0);
+    let mut counter = key(pk.clone(), SEQ_SK);
+    counter.insert("n".into(), n(cur + msgs.len() as u64));
+    let cond = if cur == 0 { Cond::absent() } else { Cond::new("#n = :n").val(":n", n(cur)) };
+    tx.put(&st.table, Part::Seq, counter, Some(cond))?;
+    for (i, m) in msgs.iter().enumerate() {
+        let mut it = key(pk.clone(), msg_sk(cur + 1 + i as u64));
+        it.insert("doc".into(), s(encode("message", m)?));
+        tx.put(&st.table, Part::Message, it, Some(Cond::absent()))?;
+    }
+    Ok(())
+}
+
+/// `Store::append_messages`.
+pub(super) async fn append(st: &DynamoStore, id: &SessionId, msgs: &[Message], dedupe: Option<&InboundId>) -> Result<Appended, StoreError> {
+    for attempt in 0..ATTEMPTS {
+        let mut tx = Tx::default();
+        if let Some(d) = dedupe {
+            plan_inbound(st, &mut tx, d)?;
+        }
+        plan_append(st, &mut tx, id, msgs).await?;
+        match st.transact(tx).await? {
+            Outcome::Done => return Ok(Appended::Stored),
+            o if o.lost(Part::Inbound) => return Ok(Appended::Duplicate),
+            // Another appender took our sequence numbers: re-read the counter and retry.
+            _ => backoff(attempt).await,
+        }
+    }
+    Err(DynamoError::Contended("append_messages").into())
+}
+
+/// `Store::recent_messages`.
+pub(super) async fn recent(st: &DynamoStore, id: &SessionId, limit: usize) -> Result<Vec<Message>, StoreError> {
+    let items = st.query(Query::prefix(session_pk(id), MSG_PREFIX).newest_first().take(limit)).await?;
+    let mut out = items.iter().map(|it| doc(it, "message")).collect::<Result<Vec<Message>, _>>()?;
+    out.reverse();
+    Ok(out)
+}
+
+/// `Store::count_messages`: the counter is the last sequence number.
+pub(super) async fn count(st: &DynamoStore, id: &SessionId) -> Result<u64, StoreError> {
+    Ok(st.get(key(session_pk(id), SEQ_SK)).await?.and_then(|it| get_n(&it, "n")).unwrap_or(0))
+}
+
+/// `Store::seen_inbound`.
+pub(super) async fn seen_inbound(st: &DynamoStore, d: &InboundId) -> Result<bool, StoreError> {
+    Ok(st.get(inbound_key(d)).await?.is_some())
+}

@@ -1,0 +1,410 @@
+//! The real binary as a Lambda function, driven through a local implementation of the Lambda
+//! Runtime API (`/2018-06-01/runtime/...`): Function URL and API Gateway events served by the
+//! one router, and EventBridge fire events through the shared fire path. With
+//! `HZ_MOTO_ENDPOINT` (scripts/test.sh), the EventBridge timers are checked against moto too.
+
+#![cfg(feature = "aws")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use common::{API_KEY, FakeLlm, TempHome};
+use serde_json::{Value, json};
+use std::collections::{HashMap, VecDeque};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const FUNCTION_ARN: &str = "arn:aws:lambda:us-east-1:123456789012:function:hermes-zero";
+
+/// The fake Runtime API: queued events, posted results, init errors.
+#[derive(Default)]
+struct Rapid {
+    queue: Mutex<VecDeque<(String, Value)>>,
+    results: Mutex<HashMap<String, (&'static str, Value)>>,
+    init_errors: Mutex<Vec<(String, Value)>>,
+    /// `next` requests seen: the runtime asks for the next event only after it has finished
+    /// with the previous one (response posted, settle phase done).
+    polls: std::sync::atomic::AtomicUsize,
+}
+
+async fn next(State(r): State<Arc<Rapid>>) -> Response {
+    r.polls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    loop {
+        if let Some((id, ev)) = r.queue.lock().unwrap().pop_front() {
+            let deadline = chrono::Utc::now().timestamp_millis() + 60_000;
+            let headers = [
+                ("Lambda-Runtime-Aws-Request-Id", id),
+                ("Lambda-Runtime-Deadline-Ms", deadline.to_string()),
+                ("Lambda-Runtime-Invoked-Function-Arn", FUNCTION_ARN.to_string()),
+                ("Lambda-Runtime-Trace-Id", "Root=1-00000000-000000000000000000000000".to_string()),
+            ];
+            return (headers, Json(ev)).into_response();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn parse(body: &Bytes) -> Value {
+    serde_json::from_slice(body).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into()))
+}
+
+async fn response(State(r): State<Arc<Rapid>>, Path(id): Path<String>, body: Bytes) -> StatusCode {
+    r.results.lock().unwrap().insert(id, ("response", parse(&body)));
+    StatusCode::ACCEPTED
+}
+
+async fn error(State(r): State<Arc<Rapid>>, Path(id): Path<String>, body: Bytes) -> StatusCode {
+    r.results.lock().unwrap().insert(id, ("error", parse(&body)));
+    StatusCode::ACCEPTED
+}
+
+async fn init_error(State(r): State<Arc<Rapid>>, headers: HeaderMap, body: Bytes) -> StatusCode {
+    let kind = headers.get("Lambda-Runtime-Function-Error-Type").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+    r.init_errors.lock().unwrap().push((kind, parse(&body)));
+    StatusCode::ACCEPTED
+}
+
+/// The Runtime API on 127.0.0.1:0; returns its `host:port` and state.
+async fn start_rapid() -> (String, Arc<Rapid>) {
+    let r = Arc::new(Rapid::default());
+    let app = axum::Router::new()
+        .route("/2018-06-01/runtime/invocation/next", get(next))
+        .route("/2018-06-01/runtime/invocation/{id}/response", post(response))
+        .route("/2018-06-01/runtime/invocation/{id}/error", post(error))
+        .route("/2018-06-01/runtime/init/error", post(init_error))
+        .with_state(r.clone());
+    let base = common::spawn_server(app).await;
+    (base.trim_start_matches("http://").to_string(), r)
+}
+
+/// The binary running as a Lambda function; killed on drop.
+struct Function {
+    child: Child,
+    rapid: Arc<Rapid>,
+    seq: usize,
+}
+
+impl Function {
+    fn start(api: &str, rapid: Arc<Rapid>, home: &std::path::Path, envs: &[(&str, &str)]) -> Self {
+        let mut cmd = Command::new(common::bin());
+        // The command line is ignored on Lambda: prove it.
+        cmd.args(["this", "is", "ignored"])
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("AWS_LAMBDA_RUNTIME_API", api)
+            .env("AWS_LAMBDA_FUNCTION_NAME", "hermes-zero")
+            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "512")
+            .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+            .env("AWS_LAMBDA_LOG_STREAM_NAME", "2026/12/01/[$LATEST]0123456789abcdef")
+            .env("AWS_REGION", "us-east-1")
+            .env("HERMES_HOME", home)
+            .env("API_SERVER_KEY", API_KEY)
+            .env("RUST_LOG", std::env::var("HZ_TEST_LOG").unwrap_or_else(|_| "warn".into()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        Self { child: cmd.spawn().expect("spawn hermes-zero"), rapid, seq: 0 }
+    }
+
+    /// Queues one event and waits (≤ 60 s) for its result: ("response" | "error", body).
+    async fn invoke(&mut self, event: Value) -> (&'static str, Value) {
+        self.seq += 1;
+        let id = format!("req-{}", self.seq);
+        self.rapid.queue.lock().unwrap().push_back((id.clone(), event));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(r) = self.rapid.results.lock().unwrap().remove(&id) {
+                return r;
+            }
+            assert!(Instant::now() < deadline, "no result for {id}");
+            assert!(self.child.try_wait().unwrap().is_none(), "the function exited");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Waits (≤ 30 s) until the function has finished with the last event (it asks for the next).
+    async fn settled(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.rapid.polls.load(std::sync::atomic::Ordering::SeqCst) <= self.seq {
+            assert!(Instant::now() < deadline, "the function did not ask for the next event");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Waits (bounded) for the process to exit by itself.
+    fn wait_exit(&mut self, secs: u64) -> Option<i32> {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while Instant::now() < deadline {
+            if let Ok(Some(s)) = self.child.try_wait() {
+                return s.code();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+}
+
+impl Drop for Function {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+/// A Function URL (payload format 2.0) event.
+fn function_url(method: &str, path: &str, headers: Value, body: Option<String>, base64: bool) -> Value {
+    json!({
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": path,
+        "rawQueryString": "",
+        "headers": headers,
+        "requestContext": {
+            "accountId": "123456789012",
+            "apiId": "abcdefghij",
+            "domainName": "abcdefghij.lambda-url.us-east-1.on.aws",
+            "domainPrefix": "abcdefghij",
+            "http": {"method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "203.0.113.7", "userAgent": "tests"},
+            "requestId": "11111111-2222-3333-4444-555555555555",
+            "routeKey": "$default",
+            "stage": "$default",
+            "time": "01/Dec/2026:08:00:00 +0000",
+            "timeEpoch": 1_796_112_000_000_i64
+        },
+        "body": body,
+        "isBase64Encoded": base64
+    })
+}
+
+/// An API Gateway REST (v1) proxy event on stage `prod`.
+fn rest_v1(method: &str, path: &str) -> Value {
+    json!({
+        "resource": "/{proxy+}",
+        "path": path,
+        "httpMethod": method,
+        "headers": {"Host": "abcdefghij.execute-api.us-east-1.amazonaws.com", "Accept": "application/json"},
+        "multiValueHeaders": {"Host": ["abcdefghij.execute-api.us-east-1.amazonaws.com"], "Accept": ["application/json"]},
+        "queryStringParameters": null,
+        "multiValueQueryStringParameters": null,
+        "pathParameters": {"proxy": path.trim_start_matches('/')},
+        "stageVariables": null,
+        "requestContext": {
+            "resourceId": "abc123",
+            "resourcePath": "/{proxy+}",
+            "httpMethod": method,
+            "path": format!("/prod{path}"),
+            "accountId": "123456789012",
+            "stage": "prod",
+            "requestId": "c6af9ac6-7b61-11e6-9a41-93e8deadbeef",
+            "identity": {"sourceIp": "203.0.113.7", "userAgent": "tests"},
+            "apiId": "abcdefghij",
+            "protocol": "HTTP/1.1",
+            "domainName": "abcdefghij.execute-api.us-east-1.amazonaws.com"
+        },
+        "body": null,
+        "isBase64Encoded": false
+    })
+}
+
+fn base64(data: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in data.chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(A[(n >> (18 - 6 * i)) as usize & 63] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// The JSON body of an HTTP-shaped Lambda response.
+fn body_json(resp: &Value) -> Value {
+    let body = resp["body"].as_str().unwrap_or("");
+    assert_eq!(resp["isBase64Encoded"], json!(false), "{resp}");
+    serde_json::from_str(body).unwrap_or(Value::Null)
+}
+
+/// A job created with the CLI; returns (id, next_run_at).
+fn add_job(home: &std::path::Path) -> (String, String) {
+    let out = common::cli(home, &["cron", "add", "every 1h", "summarise the overnight news", "--deliver", "local"], &[]);
+    assert!(out.status.success(), "cron add: {}", common::stderr(&out));
+    let id = common::stdout(&out).trim().to_string();
+    let list = common::cli(home, &["cron", "list", "--json"], &[]);
+    let jobs: Value = serde_json::from_str(&common::stdout(&list)).unwrap();
+    let job = jobs.as_array().unwrap().iter().find(|j| j["id"] == json!(id)).cloned().unwrap();
+    let next = chrono::DateTime::parse_from_rfc3339(job["next_run_at"].as_str().unwrap()).unwrap().with_timezone(&chrono::Utc);
+    (id, next.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+}
+
+/// Schedules in a group of the moto Scheduler API: (name, target ARN).
+async fn moto_schedules(endpoint: &str, group: &str) -> Vec<(String, String)> {
+    use aws_sdk_scheduler::config::{BehaviorVersion, Credentials, Region};
+    let conf = aws_sdk_scheduler::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("testing", "testing", None, None, "tests"))
+        .endpoint_url(endpoint)
+        .build();
+    let c = aws_sdk_scheduler::Client::from_conf(conf);
+    let out = c.list_schedules().group_name(group).send().await.unwrap();
+    out.schedules()
+        .iter()
+        .map(|s| (s.name().unwrap_or("").to_string(), s.target().map(|t| t.arn().to_string()).unwrap_or_default()))
+        .collect()
+}
+
+#[tokio::test]
+async fn lambda_serves_http_events_and_fires_jobs_once() {
+    let llm = FakeLlm::start().await;
+    let home = TempHome::new("lambda");
+    let moto = std::env::var("HZ_MOTO_ENDPOINT").ok().filter(|e| !e.is_empty());
+    let group = format!("hz-lambda-{:08x}", rand::random::<u32>());
+    let mut extra = String::new();
+    if moto.is_some() {
+        extra = format!("cron:\n  eventbridge:\n    group: {group}\n    role_arn: arn:aws:iam::123456789012:role/hz-scheduler\n");
+    } else {
+        eprintln!("note: HZ_MOTO_ENDPOINT is not set; EventBridge schedules are not checked (scripts/test.sh starts moto)");
+    }
+    home.write("config.yaml", &common::config(Some(&llm), None, &extra));
+    let (job_id, fire_at) = add_job(home.path());
+
+    let (api, rapid) = start_rapid().await;
+    let mut envs = vec![("HERMES_CLOCK_OFFSET_SECS", "3700".to_string())];
+    if let Some(ep) = &moto {
+        envs.extend([
+            ("AWS_ENDPOINT_URL_SCHEDULER", ep.clone()),
+            ("AWS_ACCESS_KEY_ID", "testing".into()),
+            ("AWS_SECRET_ACCESS_KEY", "testing".into()),
+        ]);
+    }
+    let envs: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut f = Function::start(&api, rapid.clone(), home.path(), &envs);
+
+    // Function URL: GET /healthz.
+    let (kind, resp) = f.invoke(function_url("GET", "/healthz", json!({"accept": "application/json"}), None, false)).await;
+    assert_eq!(kind, "response", "{resp}");
+    assert_eq!(resp["statusCode"], json!(200), "{resp}");
+    assert_eq!(resp["headers"]["content-type"], json!("application/json"), "{resp}");
+    let health = body_json(&resp);
+    assert_eq!(health["status"], json!("ok"));
+    assert_eq!(health["store"], json!("sqlite"));
+    assert_eq!(health["provider"], json!("eventbridge"));
+
+    if let Some(ep) = &moto {
+        // The first invocation's settle phase reconciled: the current occurrence is armed,
+        // targeting the function ARN learned from the invocation context.
+        f.settled().await;
+        let stamp = chrono::DateTime::parse_from_rfc3339(&fire_at).unwrap().format("%Y%m%dT%H%M%SZ").to_string();
+        let want = vec![(format!("hz-{job_id}-{stamp}"), FUNCTION_ARN.to_string())];
+        assert_eq!(moto_schedules(ep, &group).await, want);
+    }
+
+    // Function URL: POST /api/messages, plain and base64 bodies.
+    let auth = json!({"content-type": "application/json", "authorization": format!("Bearer {API_KEY}")});
+    let msg = json!({"chat_id": "c1", "user_id": "u1", "text": "hello from a function url", "message_id": "m-1"}).to_string();
+    let (_, resp) = f.invoke(function_url("POST", "/api/messages", auth.clone(), Some(msg), false)).await;
+    assert_eq!(resp["statusCode"], json!(200), "{resp}");
+    let reply = body_json(&resp);
+    assert_eq!(reply["reply"], json!("echo: hello from a function url"), "{reply}");
+    assert_eq!(reply["queued"], json!(false));
+    let msg = json!({"chat_id": "c2", "user_id": "u1", "text": "hello in base64", "message_id": "m-2"}).to_string();
+    let (_, resp) = f.invoke(function_url("POST", "/api/messages", auth.clone(), Some(base64(msg.as_bytes())), true)).await;
+    assert_eq!(resp["statusCode"], json!(200), "{resp}");
+    assert_eq!(body_json(&resp)["reply"], json!("echo: hello in base64"));
+    assert_eq!(llm.calls(), 2);
+
+    // Work the app leaves running after answering (a `/queue` item drained in the
+    // background) finishes before the function asks for the next event: Lambda would freeze
+    // it otherwise.
+    llm.set_delay(400);
+    let msg = json!({"chat_id": "c3", "user_id": "u1", "text": "/queue write the weekly summary"}).to_string();
+    let (_, resp) = f.invoke(function_url("POST", "/api/messages", auth.clone(), Some(msg), false)).await;
+    assert_eq!(resp["statusCode"], json!(200), "{resp}");
+    assert!(body_json(&resp)["reply"].as_str().unwrap().starts_with("Queued for the next turn"), "{resp}");
+    f.settled().await;
+    assert_eq!(llm.inner.lock().unwrap().spans.len(), 3, "the queued turn's model call finished before the next poll");
+    assert_eq!(common::last_user(&llm.requests()[2]), "write the weekly summary");
+    llm.set_delay(0);
+
+    // Without the key: 401 in the same shape.
+    let body = json!({"chat_id": "c1", "user_id": "u1", "text": "x"}).to_string();
+    let (_, resp) = f.invoke(function_url("POST", "/api/messages", json!({"content-type": "application/json"}), Some(body), false)).await;
+    assert_eq!(resp["statusCode"], json!(401), "{resp}");
+
+    // API Gateway REST (v1) on stage `prod`: the stage prefix does not reach the router, and
+    // the answer uses the v1 shape (multiValueHeaders).
+    let (_, resp) = f.invoke(rest_v1("GET", "/healthz")).await;
+    assert_eq!(resp["statusCode"], json!(200), "{resp}");
+    assert_eq!(resp["multiValueHeaders"]["content-type"], json!(["application/json"]), "{resp}");
+    assert_eq!(body_json(&resp)["status"], json!("ok"));
+
+    // EventBridge fire event: runs once through the claim…
+    let fire = json!({"hermes_zero_fire": {"job_id": job_id, "fire_at": fire_at}});
+    let (kind, resp) = f.invoke(fire.clone()).await;
+    assert_eq!(kind, "response", "{resp}");
+    assert_eq!(resp["status"], json!("ok"), "{resp}");
+    assert_eq!(resp["outcome"], json!("ok"), "{resp}");
+    assert_eq!(llm.calls(), 4);
+    assert!(common::last_user(&llm.requests()[3]).contains("summarise the overnight news"));
+    let next = resp["next_fire_at"].as_str().unwrap().to_string();
+    assert!(next > fire_at, "{resp}");
+
+    // …and the same event again (EventBridge and Lambda are at-least-once) is a duplicate.
+    let (_, resp) = f.invoke(fire).await;
+    assert_eq!(resp, json!({"status": "duplicate"}));
+    assert_eq!(llm.calls(), 4);
+
+    // A job that does not exist, and a malformed fire event.
+    let (_, resp) = f.invoke(json!({"hermes_zero_fire": {"job_id": "nope", "fire_at": fire_at}})).await;
+    assert_eq!(resp, json!({"status": "gone"}));
+    let (kind, resp) = f.invoke(json!({"hermes_zero_fire": {"fire_at": 5}})).await;
+    assert_eq!((kind, &resp["status"]), ("response", &json!("invalid")), "{resp}");
+
+    // Anything else is an invocation error, and the function keeps serving.
+    let (kind, resp) = f.invoke(json!({"detail-type": "Scheduled Event"})).await;
+    assert_eq!(kind, "error", "{resp}");
+    let (_, resp) = f.invoke(function_url("GET", "/healthz", json!({}), None, false)).await;
+    assert_eq!(resp["statusCode"], json!(200), "{resp}");
+
+    if let Some(ep) = &moto {
+        // The fire moved the job's one schedule to the next occurrence.
+        let stamp = chrono::DateTime::parse_from_rfc3339(&next).unwrap().format("%Y%m%dT%H%M%SZ").to_string();
+        assert_eq!(moto_schedules(ep, &group).await, vec![(format!("hz-{job_id}-{stamp}"), FUNCTION_ARN.to_string())]);
+    }
+    assert!(rapid.init_errors.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn lambda_reports_bad_configuration_as_an_init_error() {
+    let home = TempHome::new("lambda-bad");
+    home.write("config.yaml", "busy_input_mode: sideways\n");
+    let (api, rapid) = start_rapid().await;
+    let mut f = Function::start(&api, rapid.clone(), home.path(), &[]);
+    let code = tokio::task::spawn_blocking(move || {
+        let code = f.wait_exit(20);
+        (code, f)
+    })
+    .await
+    .unwrap()
+    .0;
+    assert_eq!(code, Some(78));
+    let errors = rapid.init_errors.lock().unwrap().clone();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].0, "Runtime.ConfigError");
+    assert!(errors[0].1["errorMessage"].as_str().unwrap().contains("busy_input_mode"), "{errors:?}");
+}
