@@ -287,6 +287,7 @@ fn job(id: &str, at: DateTime<Utc>) -> Job {
         state: JobState::Scheduled,
         paused_at: None,
         completed_at: None,
+        running: None,
         created_at: at,
         version: 0,
     }

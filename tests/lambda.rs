@@ -375,6 +375,10 @@ async fn lambda_serves_http_events_and_fires_jobs_once() {
     let (kind, resp) = f.invoke(json!({"hermes_zero_fire": {"fire_at": 5}})).await;
     assert_eq!((kind, &resp["status"]), ("response", &json!("invalid")), "{resp}");
 
+    // The watchdog event runs one ticker pass.
+    let (kind, resp) = f.invoke(json!({"hermes_zero_tick": {}})).await;
+    assert_eq!((kind, resp), ("response", json!({"status": "ok"})));
+
     // Anything else is an invocation error, and the function keeps serving.
     let (kind, resp) = f.invoke(json!({"detail-type": "Scheduled Event"})).await;
     assert_eq!(kind, "error", "{resp}");

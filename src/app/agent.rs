@@ -51,6 +51,7 @@ where
     for _ in 0..max_iter {
         let req = ChatRequest { messages: prompt.clone(), tools: spec.tools.clone(), model: spec.model.clone() };
         let resp = app.llm.complete(&req).await?;
+        crate::app::crash::crash_point("turn:model_answered");
         out.input_tokens += resp.input_tokens;
         out.output_tokens += resp.output_tokens;
         let now = app.clock.now();

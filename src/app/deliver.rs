@@ -93,6 +93,7 @@ impl App {
                 }
             }
             let sent = self.delivery.send(&target, text).await;
+            crate::app::crash::crash_point("delivery:sent");
             let status = if sent.is_ok() { "sent" } else { "failed" };
             if let Err(e) = self.store.ledger_finish(occ, &key, status).await {
                 tracing::warn!(job_id = %job.id, error = %e, "could not update the delivery ledger");

@@ -6,7 +6,7 @@ use crate::app::agent::{self, TurnSpec};
 use crate::app::turns::{CAS_RETRIES, TURN_BUDGET_SECS};
 use crate::app::{App, AppError, tools};
 use crate::core::ids::SessionId;
-use crate::core::job::{Decision, Job, JobState, Occurrence, RunRecord, RunStatus, decide};
+use crate::core::job::{Decision, Job, JobState, Occurrence, RunRecord, RunStatus, RunningMark, decide};
 use crate::core::session::{Message, Role};
 use crate::ports::{Claim, StoreError};
 use chrono::{DateTime, Duration, Utc};
@@ -94,6 +94,7 @@ impl App {
                     }
                     adv.next_run_at = *next;
                     adv.state = JobState::Running;
+                    adv.running = Some(RunningMark { owner: self.live.owner.clone(), fire_at: occ.fire_at, started_at: now });
                     adv.repeat.completed = adv.repeat.completed.saturating_add(1);
                 }
             }
@@ -103,12 +104,15 @@ impl App {
                 Err(StoreError::Conflict(_)) => continue,
                 Err(e) => return Err(e.into()),
             };
+            crate::app::crash::crash_point("fire:claimed");
             // Arm the next timer before running, so a crash mid-run skips at most this one.
             self.rearm(&claimed).await;
+            crate::app::crash::crash_point("fire:armed");
             let run = match decision {
                 Decision::Missed => self.record_missed(&claimed, &occ, trigger).await,
                 _ => self.run_job(&claimed, &occ, trigger).await,
             };
+            crate::app::crash::crash_point("fire:ran");
             let next = self.finalize(&claimed, &run).await?;
             if self.timers.name() != "builtin" {
                 let _ = self.reconcile_timers().await;
@@ -258,6 +262,7 @@ impl App {
         for _ in 0..CAS_RETRIES {
             let Some(mut j) = self.store.get_job(&claimed.id).await? else { break };
             j.last_status = Some(status);
+            j.running = None;
             j.last_error = run.error.clone().or_else(|| run.deliveries.iter().find_map(|d| d.error.clone()));
             if j.state == JobState::Running {
                 if j.next_run_at.is_none() {
@@ -279,6 +284,51 @@ impl App {
         }
         self.store.finish_run(run, self.cfg.settings.cron.output_retention).await?;
         Ok(next)
+    }
+
+    /// Finds jobs left `running` by a process that died (or ran past its budget), records
+    /// the occurrence as interrupted (never re-run) and puts the job back on its schedule.
+    pub async fn recover_jobs(&self, unclean_start: bool) -> Result<usize, AppError> {
+        let mut n = 0;
+        for job in self.store.list_jobs().await?.into_iter().filter(|j| j.state == JobState::Running) {
+            let Some(mark) = job.running.clone() else { continue };
+            let lease = crate::core::session::Lease {
+                token: String::new(),
+                owner: mark.owner.clone(),
+                started_at: mark.started_at,
+                expires_at: mark.started_at + Duration::seconds(TURN_BUDGET_SECS + crate::app::turns::LEASE_MARGIN_SECS),
+            };
+            if !self.lease_abandoned(&lease, unclean_start) {
+                continue;
+            }
+            let mut j = job.clone();
+            j.state = if j.next_run_at.is_some() { JobState::Scheduled } else { JobState::Completed };
+            j.last_status = Some(RunStatus::Error);
+            j.last_error = Some("interrupted: the process running this job stopped".into());
+            j.running = None;
+            if self.store.put_job(&j).await.is_err() {
+                continue;
+            }
+            let now = self.clock.now();
+            let occ = Occurrence::new(&job.id, mark.fire_at);
+            let run = RunRecord {
+                run_id: run_id(&occ, now),
+                job_id: job.id.clone(),
+                fire_at: occ.fire_at,
+                trigger: "recovery".into(),
+                started_at: mark.started_at,
+                finished_at: Some(now),
+                status: "interrupted".into(),
+                output: String::new(),
+                error: j.last_error.clone(),
+                deliveries: vec![],
+                session_id: String::new(),
+            };
+            self.store.finish_run(&run, self.cfg.settings.cron.output_retention).await?;
+            tracing::warn!(job_id = %job.id, occurrence = %occ.key(), "job run interrupted by a crash; not re-run");
+            n += 1;
+        }
+        Ok(n)
     }
 
     /// Asks the timer provider to match the job; failures are logged (reconcile retries).

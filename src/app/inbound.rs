@@ -143,6 +143,7 @@ impl App {
                 Err(e) => return Err(e.into()),
             };
             out.session_id = entry.session_id.to_string();
+            crate::app::crash::crash_point("turn:user_stored");
             self.live.register(&key, &token, &entry.origin);
             let report = match self.one_turn(&entry).await {
                 Ok(r) => r,

@@ -53,6 +53,7 @@ impl App {
             state: JobState::Scheduled,
             paused_at: None,
             completed_at: None,
+            running: None,
             created_at: now,
             version: 0,
         };

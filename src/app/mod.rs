@@ -6,6 +6,7 @@
 
 mod agent;
 mod commands;
+pub mod crash;
 mod deliver;
 mod fire;
 mod inbound;

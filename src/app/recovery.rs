@@ -91,6 +91,7 @@ impl App {
     /// One sweep over keys that need attention: marks interrupted turns, then wakes every
     /// key with stored work and no running turn. With `wait`, returns after those turns.
     pub async fn sweep(&self, unclean_start: bool, wait: bool) -> Result<usize, AppError> {
+        self.recover_jobs(unclean_start).await?;
         let keys = self.store.wake_candidates(self.clock.now(), unclean_start).await?;
         let mut tasks = Vec::new();
         for key in keys {

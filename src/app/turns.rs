@@ -133,6 +133,7 @@ impl App {
                 .await?;
                 if !out.interrupted {
                     self.send_to_origin(&entry.origin, &out.reply).await;
+                    crate::app::crash::crash_point("turn:reply_delivered");
                 }
                 Ok(TurnReport { reply: out.reply, notices })
             }

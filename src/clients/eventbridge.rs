@@ -274,7 +274,8 @@ impl Timers for EventBridgeTimers {
             .filter(|j| j.armed())
             .filter_map(|j| j.next_run_at.map(|at| (schedule_name(&j.id, at), (j.id.as_str(), at))))
             .collect();
-        let existing = self.list(c, NAME_PREFIX).await?;
+        // Only names this adapter makes: anything else in the group is left alone.
+        let existing: Vec<String> = self.list(c, NAME_PREFIX).await?.into_iter().filter(|n| parse_name(n).is_some()).collect();
         let mut report = ReconcileReport::default();
         for name in &existing {
             if desired.contains_key(name) {

@@ -135,6 +135,9 @@ pub struct Job {
     pub completed_at: Option<DateTime<Utc>>,
     /// Creation time.
     pub created_at: DateTime<Utc>,
+    /// While an occurrence runs: who runs it and which one (crash recovery).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running: Option<RunningMark>,
     /// Compare-and-set version.
     #[serde(default)]
     pub version: u64,
@@ -158,6 +161,17 @@ impl Job {
             s => s.next_after(now, tz),
         }
     }
+}
+
+/// The occurrence a job is running, and the process running it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunningMark {
+    /// `<host>:<pid>` of the runner.
+    pub owner: String,
+    /// The occurrence.
+    pub fire_at: DateTime<Utc>,
+    /// When the run started.
+    pub started_at: DateTime<Utc>,
 }
 
 /// What to do with an occurrence at `now`.
@@ -264,6 +278,7 @@ mod tests {
             state: JobState::Scheduled,
             paused_at: None,
             completed_at: None,
+            running: None,
             created_at: utc("2026-01-01T00:00:00Z"),
             version: 0,
         }

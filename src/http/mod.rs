@@ -52,4 +52,6 @@ pub fn router(state: Arc<HttpState>) -> Router {
 #[cfg(test)]
 mod fire_tests;
 #[cfg(test)]
+mod input_tests;
+#[cfg(test)]
 mod tests;

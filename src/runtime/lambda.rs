@@ -4,6 +4,8 @@
 //! clients once) and runs a bounded recovery sweep. Each invocation is then one of:
 //! - an EventBridge Scheduler fire event `{"hermes_zero_fire":{"job_id","fire_at"}}` → the
 //!   shared fire path (`App::fire`), answered with `{"status":"ok|duplicate|stale|gone",…}`;
+//! - a watchdog event `{"hermes_zero_tick":{}}` (an optional recurring schedule) → one ticker
+//!   pass, so stored work of a sandbox that died is picked up without waiting for a message;
 //! - an HTTP event (Function URL, API Gateway v2/v1, ALB) → converted with `lambda_http` and
 //!   served by the same `http::router` as `serve`, answered in the shape of its origin.
 //!
@@ -47,6 +49,8 @@ const COLD_START_BUDGET: Duration = Duration::from_secs(4);
 const DEADLINE_MARGIN: Duration = Duration::from_secs(10);
 /// Key of the fire event.
 const FIRE_KEY: &str = "hermes_zero_fire";
+/// Key of the watchdog event: one ticker pass (sweep, overdue jobs, reconcile).
+const TICK_KEY: &str = "hermes_zero_tick";
 
 /// Runs the process as a Lambda function until the runtime stops it.
 pub fn main() -> ExitCode {
@@ -168,6 +172,11 @@ impl Handler {
         eventbridge::learn_function_arn(&context.invoked_function_arn);
         if let Some(fire) = payload.get(FIRE_KEY) {
             return self.fire(fire.clone()).await;
+        }
+        if payload.get(TICK_KEY).is_some() {
+            // The turns it starts finish in the settle phase, after this answer.
+            super::ticker::tick(&self.app, false).await;
+            return Ok(json!({"status": "ok"}));
         }
         let stage = payload.pointer("/requestContext/stage").and_then(Value::as_str).filter(|s| *s != "$default").map(str::to_string);
         let request: LambdaRequest =

@@ -72,6 +72,7 @@ pub(crate) fn sample_job(id: &str, next: Option<chrono::DateTime<Utc>>) -> Job {
         state: JobState::Scheduled,
         paused_at: None,
         completed_at: None,
+        running: None,
         created_at: Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap(),
         version: 0,
     }

@@ -3,8 +3,7 @@
 //! is unset). Each test uses its own schedule group, so they run in parallel.
 
 use super::*;
-use crate::core::job::{JobState, Repeat};
-use crate::core::schedule::Schedule;
+use crate::core::job::JobState;
 use aws_sdk_scheduler::config::{Credentials, Region};
 
 const TARGET: &str = "arn:aws:lambda:us-east-1:123456789012:function:hermes-zero";
@@ -14,32 +13,13 @@ fn utc(s: &str) -> DateTime<Utc> {
     s.parse().unwrap()
 }
 
+/// A recurring job (built from JSON so fields added later with defaults do not break it).
 fn job(id: &str, next: Option<DateTime<Utc>>) -> Job {
-    Job {
-        id: id.into(),
-        name: id.into(),
-        schedule_text: "every 1h".into(),
-        schedule: Schedule::Interval { seconds: 3600 },
-        prompt: "p".into(),
-        skills: vec![],
-        deliver: vec![],
-        enabled: true,
-        repeat: Repeat::default(),
-        model: None,
-        timezone: None,
-        origin: None,
-        declared: false,
-        extra: serde_json::Map::new(),
-        next_run_at: next,
-        last_run_at: None,
-        last_status: None,
-        last_error: None,
-        state: JobState::Scheduled,
-        paused_at: None,
-        completed_at: None,
-        created_at: utc("2026-01-01T00:00:00Z"),
-        version: 1,
-    }
+    serde_json::from_value(serde_json::json!({
+        "id": id, "name": id, "schedule_text": "every 1h", "schedule": {"kind": "interval", "seconds": 3600},
+        "prompt": "p", "enabled": true, "next_run_at": next, "state": "scheduled", "created_at": "2026-01-01T00:00:00Z", "version": 1
+    }))
+    .unwrap()
 }
 
 fn settings(group: &str, role: &str) -> EventBridgeSettings {

@@ -12,12 +12,55 @@ use aws_sdk_dynamodb::config::{Credentials, Region};
 use chrono::Utc;
 use std::sync::Arc;
 
-fn endpoint() -> Option<String> {
-    let ep = std::env::var("HZ_MOTO_ENDPOINT").ok().filter(|e| !e.is_empty());
-    if ep.is_none() {
+/// The local server, reached through [`linearized`]; `None` (and a note) when not running.
+async fn endpoint() -> Option<String> {
+    let Some(moto) = std::env::var("HZ_MOTO_ENDPOINT").ok().filter(|e| !e.is_empty()) else {
         println!("dynamodb conformance skipped: HZ_MOTO_ENDPOINT not set (scripts/test.sh starts moto)");
+        return None;
+    };
+    Some(linearized(moto).await)
+}
+
+/// A proxy that forwards one request at a time to `upstream`. Why: moto serves requests on
+/// several threads and a transaction there is not atomic against a concurrent one (it checks,
+/// then writes, and rolls back by restoring a copy of the table), so concurrent writers to
+/// one table lose updates that DynamoDB never loses. One request at a time makes moto
+/// linearizable, as DynamoDB is; the races still interleave between requests, which is
+/// where the adapter's conditions and retries are tested.
+async fn linearized(upstream: String) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let gate = Arc::new(tokio::sync::Mutex::new(reqwest::Client::new()));
+    let app = axum::Router::new().fallback(move |req: axum::extract::Request| forward(gate.clone(), upstream.clone(), req));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}")
+}
+
+async fn forward(
+    gate: Arc<tokio::sync::Mutex<reqwest::Client>>,
+    upstream: String,
+    req: axum::extract::Request,
+) -> axum::response::Response {
+    let (parts, body) = req.into_parts();
+    let body = axum::body::to_bytes(body, usize::MAX).await.unwrap();
+    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let client = gate.lock().await;
+    let mut r = client.request(parts.method, format!("{upstream}{path}")).body(body);
+    for (k, v) in &parts.headers {
+        if k != axum::http::header::HOST && k != axum::http::header::CONTENT_LENGTH {
+            r = r.header(k, v);
+        }
     }
-    ep
+    let resp = r.send().await.unwrap();
+    let mut out = axum::response::Response::builder().status(resp.status());
+    for (k, v) in resp.headers() {
+        if k != axum::http::header::CONTENT_LENGTH && k != axum::http::header::TRANSFER_ENCODING {
+            out = out.header(k, v);
+        }
+    }
+    let bytes = resp.bytes().await.unwrap();
+    drop(client);
+    out.body(axum::body::Body::from(bytes)).unwrap()
 }
 
 /// A handle on `table` at the local server, with test credentials and region fixed here so
@@ -42,14 +85,14 @@ async fn fresh(endpoint: &str) -> DynamoStore {
 
 #[tokio::test]
 async fn conformance_on_moto() {
-    let Some(ep) = endpoint() else { return };
+    let Some(ep) = endpoint().await else { return };
     // Pages of 3 items, so every listing crosses page boundaries.
     conformance::run_all(|| async { Arc::new(fresh(&ep).await.with_page_size(3)) as Arc<dyn Store> }).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_handles_race_on_moto() {
-    let Some(ep) = endpoint() else { return };
+    let Some(ep) = endpoint().await else { return };
     let a = fresh(&ep).await;
     let b = handle(&ep, a.table()).await;
     let (a, b): (Arc<dyn Store>, Arc<dyn Store>) = (Arc::new(a), Arc::new(b));
@@ -59,7 +102,7 @@ async fn two_handles_race_on_moto() {
 
 #[tokio::test]
 async fn create_table_is_idempotent() {
-    let Some(ep) = endpoint() else { return };
+    let Some(ep) = endpoint().await else { return };
     let s = fresh(&ep).await;
     assert!(!s.create_table().await.unwrap(), "second run finds the table");
     assert!(!handle(&ep, s.table()).await.create_table().await.unwrap());
@@ -67,7 +110,7 @@ async fn create_table_is_idempotent() {
 
 #[tokio::test]
 async fn transcript_pages_past_one_megabyte() {
-    let Some(ep) = endpoint() else { return };
+    let Some(ep) = endpoint().await else { return };
     let s = fresh(&ep).await;
     let id = SessionId::generate(Utc::now(), &Utc);
     let t = Utc::now();
@@ -87,7 +130,7 @@ async fn transcript_pages_past_one_megabyte() {
 
 #[tokio::test]
 async fn oversized_atomic_writes_are_refused_whole() {
-    let Some(ep) = endpoint() else { return };
+    let Some(ep) = endpoint().await else { return };
     let s = fresh(&ep).await;
     let id = SessionId::generate(Utc::now(), &Utc);
     let msgs: Vec<Message> = (0..150).map(|i| Message::text(Role::Tool, format!("m{i}"), Utc::now())).collect();
@@ -100,7 +143,7 @@ async fn oversized_atomic_writes_are_refused_whole() {
 
 #[tokio::test]
 async fn clear_removes_more_than_one_transaction_holds() {
-    let Some(ep) = endpoint() else { return };
+    let Some(ep) = endpoint().await else { return };
     let s = fresh(&ep).await.with_page_size(50);
     let key = SessionKey::parse("agent:main:api:dm:big").unwrap();
     let item = |i: usize| QueuedItem { text: format!("q{i}"), message_id: None, at: Utc::now() };
@@ -118,7 +161,7 @@ async fn clear_removes_more_than_one_transaction_holds() {
 
 #[tokio::test]
 async fn changes_of_one_item_are_folded_into_one_write() {
-    let Some(ep) = endpoint() else { return };
+    let Some(ep) = endpoint().await else { return };
     let s = fresh(&ep).await;
     let origin = Origin::new("api", "fold", ChatType::Dm, Some("u"), None).unwrap();
     let now = Utc::now();
@@ -149,7 +192,7 @@ async fn changes_of_one_item_are_folded_into_one_write() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_writers_never_share_a_sequence_number_or_pass_the_cap() {
-    let Some(ep) = endpoint() else { return };
+    let Some(ep) = endpoint().await else { return };
     let a = fresh(&ep).await;
     let b = handle(&ep, a.table()).await;
     let (a, b): (Arc<dyn Store>, Arc<dyn Store>) = (Arc::new(a), Arc::new(b));
