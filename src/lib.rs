@@ -14,7 +14,9 @@
 //! - [`app`]: use cases written against ports only (`handle_inbound`, the agent turn).
 //! - [`store`]: store adapters — SQLite (always), and the conformance suite every adapter passes.
 //! - [`clients`]: outbound adapters — OpenAI-compatible and offline models, Telegram, Discord.
-//! - [`http`]: the one router (`http::router`), extractors, error mapping.
+//! - [`http`]: the one router (`http::router`), extractors (API key, signatures, fire-token
+//!   verification in `http::fire_auth`), error mapping, and the dashboard page (`http/ui/`,
+//!   served by `routes::ui`).
 //! - [`runtime`]: process wiring, `serve` and its ticker.
 //! - [`dev`]: `chronos-dev`, the local NAS emulator.
 //! - [`config`]: typed settings from defaults, `config.yaml` and the environment.
