@@ -127,7 +127,6 @@ async fn send(k: &Kit, req: Request<Body>) -> (u16, Value) {
     let status = resp.status().as_u16();
     let bytes = to_bytes(resp.into_body(), usize::MAX).await.unwrap();
     let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    eprintln!("STAT {} {status} {}", std::thread::current().name().unwrap_or(""), body.to_string().chars().take(100).collect::<String>());
     assert!(DOCUMENTED.contains(&status), "undocumented status {status}: {}", String::from_utf8_lossy(&bytes));
     if status >= 400 {
         assert!(body["error"].is_string() && body.as_object().is_some_and(|o| o.len() == 1), "{status}: not a JSON error body: {body}");
@@ -276,7 +275,11 @@ fn tg_update() -> BoxedStrategy<Value> {
         ("?first_name", s(text())),
         ("?username", s(text())),
     ]);
-    let chat = object(vec![("id", int_like()), ("type", pick(&["private", "group", "supergroup", "channel"], &["", "PRIVATE"])), ("?title", s(text()))]);
+    let chat = object(vec![
+        ("id", int_like()),
+        ("type", pick(&["private", "group", "supergroup", "channel"], &["", "PRIVATE"])),
+        ("?title", s(text())),
+    ]);
     let message = object(vec![
         ("message_id", int_like()),
         ("?message_thread_id", int_like()),
@@ -385,9 +388,22 @@ fn job_object() -> BoxedStrategy<Value> {
         ("schedule", prop_oneof![3 => pick(good, bad), 2 => schedule_obj].boxed()),
         ("prompt", s(text())),
         ("?description", s(text())),
-        ("?skills", prop_oneof![pick(&["ai-news"], &["bad skill"]), proptest::collection::vec(pick(&["ai-news", "x"], &["a b"]), 0..3).prop_map(Value::Array)].boxed()),
+        (
+            "?skills",
+            prop_oneof![
+                pick(&["ai-news"], &["bad skill"]),
+                proptest::collection::vec(pick(&["ai-news", "x"], &["a b"]), 0..3).prop_map(Value::Array)
+            ]
+            .boxed(),
+        ),
         ("?skill", pick(&["ai-news"], &["../etc"])),
-        ("?deliver", pick(&["local", "origin", "telegram", "telegram:42", "discord:1:2", "local, origin"], &["telegram:a b", "discord:1:2:3", "TG:1"])),
+        (
+            "?deliver",
+            pick(
+                &["local", "origin", "telegram", "telegram:42", "discord:1:2", "local, origin"],
+                &["telegram:a b", "discord:1:2:3", "TG:1"],
+            ),
+        ),
         ("?deliver_to", object(vec![("platform", pick(&["telegram"], &["Discord"])), ("chat_id", int_like()), ("?thread_id", int_like())])),
         ("?enabled", any::<bool>().prop_map(Value::Bool).boxed()),
         ("?repeat", prop_oneof![pick(&["forever", "once", "3"], &["0", "-1"]), int_like()].boxed()),
@@ -398,6 +414,26 @@ fn job_object() -> BoxedStrategy<Value> {
 }
 
 // ---- router properties ----
+
+/// Percent-encodes everything but RFC 3986 unreserved characters.
+fn path_segment(s: &str) -> String {
+    s.bytes().map(|b| if b.is_ascii_alphanumeric() || b"-._~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") }).collect()
+}
+
+/// Any method on any JSON route (the HTML UI excluded), with ids from anywhere.
+fn method_and_path() -> BoxedStrategy<(&'static str, String)> {
+    let templates = &[
+        "/api/messages", "/api/cron/fire", "/api/jobs", "/api/jobs/{}", "/api/jobs/{}/run", "/api/jobs/{}/pause", "/api/jobs/{}/resume",
+        "/api/jobs/{}/runs", "/api/sessions", "/api/sessions/{}", "/api/sessions/reset", "/api/schedules/preview", "/api/skills",
+        "/api/status", "/webhooks/telegram", "/webhooks/discord", "/healthz", "/api/{}", "/nope/{}",
+    ];
+    let methods = &["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+    let id = prop_oneof![3 => Just("j1".to_string()), 3 => ident(), 2 => text(), 1 => Just("20260101_000000_abcdef12".to_string())];
+    (proptest::sample::select(&methods[..]), proptest::sample::select(&templates[..]), id)
+        .prop_map(|(m, tpl, id)| (m, tpl.replace("{}", &path_segment(&id))))
+        .boxed()
+}
+
 
 proptest! {
     #![proptest_config(cases(64))]
@@ -463,6 +499,32 @@ proptest! {
             Ok(())
         })?;
     }
+}
+
+#[test]
+fn every_method_on_every_route_answers_documented_json() {
+    let rt = rt();
+    proptest!(cases(96), |((method, path) in method_and_path(), body in body_of(arb_json()))| {
+        rt.block_on(async {
+            let k = kit(None).await;
+            let req = Request::builder().method(method).uri(&path).header("content-type", "application/json").header("authorization", "Bearer k1");
+            let (status, reply) = send(&k, req.body(Body::from(body)).unwrap()).await;
+            prop_assert!(status != 401, "{method} {path}: the key was given: {reply}");
+            Ok(())
+        })?;
+    });
+}
+
+#[test]
+fn oversized_bodies_are_413_json_on_every_post_route() {
+    rt().block_on(async {
+        let k = kit(None).await;
+        let big = format!(r#"{{"text":"{}"}}"#, "x".repeat(crate::http::MAX_BODY));
+        for path in ["/api/messages", "/api/cron/fire", "/api/jobs", "/webhooks/telegram", "/webhooks/discord", "/api/jobs/j1/run"] {
+            let (status, reply) = send(&k, post(path, &[bearer()], big.clone())).await;
+            assert!([401, 413].contains(&status), "{path}: {status} {reply}");
+        }
+    });
 }
 
 fn fire_body() -> BoxedStrategy<Vec<u8>> {
@@ -579,7 +641,9 @@ fn yaml_line() -> BoxedStrategy<String> {
 /// Random values under the real key tree of `Settings::default()`.
 fn settings_doc(known: &Value, depth: usize) -> BoxedStrategy<Value> {
     match known {
-        Value::Object(m) if depth < 4 && !m.is_empty() => object(m.iter().map(|(k, v)| (format!("?{k}"), settings_doc(v, depth + 1))).collect()),
+        Value::Object(m) if depth < 4 && !m.is_empty() => {
+            object(m.iter().map(|(k, v)| (format!("?{k}"), settings_doc(v, depth + 1))).collect())
+        }
         Value::Object(_) => {
             let over = object(vec![
                 ("mode", one_of(&["idle", "daily", "both", "none"])),
