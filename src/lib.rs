@@ -9,15 +9,20 @@
 //! The data path is one straight line: transport → authenticate → use case → core rules →
 //! ports → adapters.
 //!
-//! - [`core`]: pure domain — ids, session state, prompt assembly, text splitting. No I/O.
-//! - [`ports`]: the traits the app needs — `Store`, `Llm`, `Delivery`, `Clock`.
-//! - [`app`]: use cases written against ports only (`handle_inbound`, the agent turn).
-//! - [`store`]: store adapters — SQLite (always), and the conformance suite every adapter passes.
-//! - [`clients`]: outbound adapters — OpenAI-compatible and offline models, Telegram, Discord.
+//! - [`core`]: pure domain — ids, session state, reset policy, the two-level queue rules,
+//!   restart-recovery rules, commands, schedules (with DST), jobs and jobs.json, prompt
+//!   assembly, text splitting. No I/O.
+//! - [`ports`]: the traits the app needs — `Store`, `Llm`, `Delivery`, `Timers`, `Clock`.
+//! - [`app`]: use cases written against ports only — `handle_inbound` (commands, lease,
+//!   queue, turn), recovery sweeps and clean shutdown, the one fire path, job management.
+//! - [`store`]: store adapters — SQLite (always), DynamoDB (feature `aws`, `docs/dynamodb.md`),
+//!   and the conformance suite every adapter passes.
+//! - [`clients`]: outbound adapters — OpenAI-compatible and offline models, Telegram, Discord,
+//!   the Chronos NAS, EventBridge Scheduler (feature `aws`).
 //! - [`http`]: the one router (`http::router`), extractors (API key, signatures, fire-token
 //!   verification in `http::fire_auth`), error mapping, and the dashboard page (`http/ui/`,
 //!   served by `routes::ui`).
-//! - [`runtime`]: process wiring, `serve` and its ticker.
+//! - [`runtime`]: process wiring, `serve` and its ticker, the Lambda entry (feature `aws`).
 //! - [`dev`]: `chronos-dev`, the local NAS emulator.
 //! - [`config`]: typed settings from defaults, `config.yaml` and the environment.
 //! - [`cli`]: the command line.

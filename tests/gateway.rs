@@ -177,3 +177,28 @@ fn offline_chat_works_from_the_terminal_and_keeps_history() {
     assert!(text.contains("agent:main:local:dm:terminal"), "{text}");
     assert!(text.split_whitespace().any(|w| w == "4"), "two rounds = 4 messages in one session: {text}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_creates_a_private_api_key_and_never_logs_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = TempHome::new("apikey");
+    let out = std::process::Command::new(bin())
+        .args(["--home", home.path().to_str().unwrap(), "serve", "--listen", "127.0.0.1:0"])
+        .env("API_SERVER_KEY", "")
+        .env("RUST_LOG", "debug")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = out.id();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap();
+    let out = out.wait_with_output().unwrap();
+    let key_path = home.path().join("api_key");
+    let key = std::fs::read_to_string(&key_path).unwrap();
+    assert!(key.trim().len() >= 32);
+    assert_eq!(std::fs::metadata(&key_path).unwrap().permissions().mode() & 0o777, 0o600);
+    let logs = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(logs.contains(key_path.to_str().unwrap()), "says where the key is: {logs}");
+    assert!(!logs.contains(key.trim()), "the key itself is never printed");
+}

@@ -137,6 +137,11 @@ fn auth_json_token(home: &Path) -> Option<SecretString> {
 /// Parses YAML text into settings, returning warnings for unknown keys.
 pub fn parse_yaml(text: &str, file: &str) -> Result<(Settings, Vec<String>), ConfigError> {
     let invalid = |key: String, reason: String| ConfigError::Invalid { file: file.to_string(), key, reason };
+    // Why: the YAML parser takes time quadratic in flow nesting (`[[[[…`); refuse absurd
+    // nesting up front so a damaged file fails fast instead of hanging the start.
+    if flow_depth(text) > MAX_FLOW_DEPTH {
+        return Err(invalid("(document)".into(), format!("nesting deeper than {MAX_FLOW_DEPTH} levels")));
+    }
     let value: serde_json::Value = if text.trim().is_empty() {
         serde_json::Value::Object(Default::default())
     } else {
@@ -162,6 +167,41 @@ pub fn parse_yaml(text: &str, file: &str) -> Result<(Settings, Vec<String>), Con
         }
     }
     Ok((settings, warnings))
+}
+
+/// Deepest `[`/`{` nesting accepted in a YAML document.
+pub const MAX_FLOW_DEPTH: usize = 64;
+
+/// The deepest flow-collection nesting of YAML text, ignoring quoted text and comments.
+pub fn flow_depth(text: &str) -> usize {
+    let (mut depth, mut max, mut quote, mut escaped, mut comment) = (0usize, 0usize, None::<char>, false, false);
+    let mut prev = ' ';
+    for c in text.chars() {
+        if comment {
+            comment = c != '\n';
+        } else if let Some(q) = quote {
+            if escaped {
+                escaped = false;
+            } else if q == '"' && c == '\\' {
+                escaped = true;
+            } else if c == q {
+                quote = None;
+            }
+        } else {
+            match c {
+                '"' | '\'' => quote = Some(c),
+                '#' if prev.is_whitespace() => comment = true,
+                '[' | '{' => {
+                    depth += 1;
+                    max = max.max(depth);
+                }
+                ']' | '}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        prev = c;
+    }
+    max
 }
 
 /// Maps whose keys are free-form names (platforms, chat types).
@@ -223,6 +263,10 @@ fn apply_env(s: &mut Settings, env: &Env) -> Result<(), ConfigError> {
     env_str(env, "HERMES_CHRONOS_PUBLIC_KEY_PEM", &mut c.public_key_pem);
     env_str(env, "HERMES_CHRONOS_AUDIENCE", &mut c.expected_audience);
     env_str(env, "HERMES_INSTANCE_ID", &mut c.instance_id);
+    let eb = &mut s.cron.eventbridge;
+    env_str(env, "HERMES_EVENTBRIDGE_GROUP", &mut eb.group);
+    env_str(env, "HERMES_EVENTBRIDGE_TARGET_ARN", &mut eb.target_arn);
+    env_str(env, "HERMES_EVENTBRIDGE_ROLE_ARN", &mut eb.role_arn);
     Ok(())
 }
 

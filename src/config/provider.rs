@@ -68,3 +68,40 @@ pub fn choose(cfg: &Loaded, on_lambda: bool) -> ProviderChoice {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Env, load_settings, parse_yaml};
+
+    fn loaded(yaml: &str, token: bool) -> Loaded {
+        let mut l = load_settings(std::path::Path::new("/nonexistent"), None, &Env::default()).unwrap();
+        l.settings = parse_yaml(yaml, "t").unwrap().0;
+        if token {
+            l.secrets.nous_access_token = Some(secrecy::SecretString::from("t".to_string()));
+        }
+        l
+    }
+
+    const FULL: &str =
+        "cron:\n  chronos: {portal_url: 'http://nas', callback_url: 'http://me/api/cron/fire', jwks_url: 'http://nas/jwks'}\n";
+
+    #[test]
+    fn auto_uses_chronos_only_when_complete_and_names_what_is_missing() {
+        assert_eq!(choose(&loaded(FULL, true), false).provider, "chronos");
+        let c = choose(&loaded(FULL, false), false);
+        assert_eq!(c.provider, "builtin");
+        assert!(c.why.contains("NOUS_ACCESS_TOKEN"), "{}", c.why);
+        let c = choose(&loaded("", false), false);
+        assert_eq!((c.provider, c.missing.len()), ("builtin", 4));
+    }
+
+    #[test]
+    fn explicit_choices() {
+        assert_eq!(choose(&loaded(&format!("{FULL}  provider: builtin\n"), true), false).provider, "builtin");
+        let c = choose(&loaded("cron: {provider: chronos}", true), false);
+        assert_eq!(c.provider, "builtin", "never without a trigger");
+        assert!(c.why.contains("cron.chronos.portal_url"));
+        assert_eq!(choose(&loaded("cron: {provider: eventbridge}", false), false).provider, "builtin");
+    }
+}

@@ -137,7 +137,10 @@ pub fn check_target(t: &str) -> Result<(), String> {
     let platform = parts.next().unwrap_or_default();
     let ok_platform = !platform.is_empty() && platform.chars().all(|c| c.is_ascii_lowercase());
     let rest: Vec<&str> = parts.collect();
-    if ok_platform && rest.len() <= 2 && rest.iter().all(|p| !p.is_empty() && !p.contains(char::is_whitespace)) {
+    // Chat and thread ids: numbers, `-100…` supergroup ids, `@channel` names, snowflakes.
+    let ok_id =
+        |p: &str| !p.is_empty() && p.len() <= 128 && p.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '@' | '.'));
+    if ok_platform && rest.len() <= 2 && rest.iter().all(|p| ok_id(p)) {
         Ok(())
     } else {
         Err(format!("invalid delivery target `{t}` (use local, origin, a platform like telegram, or platform:chat_id[:thread_id])"))

@@ -32,6 +32,22 @@ impl FromRequestParts<Arc<HttpState>> for ApiKey {
     }
 }
 
+/// The raw body bytes, with a JSON 413 past the limit (for handlers that authenticate
+/// before parsing).
+pub struct RawBody(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for RawBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        Bytes::from_request(req, state).await.map(RawBody).map_err(|r| {
+            let status = r.status();
+            let msg = if status == StatusCode::PAYLOAD_TOO_LARGE { "request body is larger than 1 MiB".to_string() } else { r.body_text() };
+            ApiError::new(status, msg)
+        })
+    }
+}
+
 /// A JSON body with JSON errors.
 pub struct JsonBody<T>(pub T);
 

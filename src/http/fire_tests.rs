@@ -242,3 +242,17 @@ async fn fifty_concurrent_valid_fires_run_the_occurrence_once() {
     assert_eq!(statuses.iter().filter(|s| *s == "duplicate").count(), 49, "{statuses:?}");
     assert_eq!(k.llm.0.load(Ordering::SeqCst), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn async_fire_mode_answers_202_and_runs_in_the_background() {
+    let k = kit(&format!("public_key_pem: {FIX}rsa_public.pem\n    fire_mode: async")).await;
+    let (s, b) = fire(&k, Some(&rsa_token(&claims(&k))), "j1").await;
+    assert_eq!((s, b), (202, json!({"status": "accepted"})));
+    for _ in 0..100 {
+        if k.llm.0.load(Ordering::SeqCst) == 1 {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("the accepted fire never ran");
+}

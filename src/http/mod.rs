@@ -27,6 +27,17 @@ pub struct HttpState {
     pub provider: String,
 }
 
+/// Refuses a declared body over 1 MiB on every route before any handler runs (bodies without
+/// a length are capped by `DefaultBodyLimit` where they are read).
+async fn refuse_large_bodies(req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let declared = req.headers().get(axum::http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY as u64) {
+        return error::ApiError::new(axum::http::StatusCode::PAYLOAD_TOO_LARGE, "request body is larger than 1 MiB").into_response();
+    }
+    next.run(req).await
+}
+
 /// Builds the router.
 pub fn router(state: Arc<HttpState>) -> Router {
     Router::new()
@@ -45,6 +56,8 @@ pub fn router(state: Arc<HttpState>) -> Router {
         .route("/webhooks/discord", post(routes::discord::webhook))
         .merge(routes::ui::routes())
         .fallback(routes::not_found)
+        .method_not_allowed_fallback(routes::method_not_allowed)
+        .layer(axum::middleware::from_fn(refuse_large_bodies))
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(state)
 }

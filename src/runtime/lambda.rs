@@ -47,6 +47,10 @@ const REQUIRED_VARS: [&str; 3] = ["AWS_LAMBDA_FUNCTION_NAME", "AWS_LAMBDA_FUNCTI
 const COLD_START_BUDGET: Duration = Duration::from_secs(4);
 /// Kept free before the invocation deadline for posting results and logging.
 const DEADLINE_MARGIN: Duration = Duration::from_secs(10);
+/// Idle looks in a row that end the settle phase, and their spacing (150 ms in all: billed,
+/// but not seen by the caller, who already has the response).
+const QUIET_POLLS: u32 = 3;
+const POLL: Duration = Duration::from_millis(50);
 /// Key of the fire event.
 const FIRE_KEY: &str = "hermes_zero_fire";
 /// Key of the watchdog event: one ticker pass (sweep, overdue jobs, reconcile).
@@ -180,7 +184,7 @@ impl Handler {
         }
         let stage = payload.pointer("/requestContext/stage").and_then(Value::as_str).filter(|s| *s != "$default").map(str::to_string);
         let request: LambdaRequest =
-            serde_json::from_value(payload).map_err(|e| format!("unsupported event (neither HTTP nor {FIRE_KEY}): {e}"))?;
+            serde_json::from_value(payload).map_err(|e| format!("unsupported event (not HTTP, {FIRE_KEY} or {TICK_KEY}): {e}"))?;
         let router = self.router;
         let inner = service_fn(move |req: lambda_http::Request| {
             let router = router.clone();
@@ -300,13 +304,16 @@ where
     }
 }
 
-/// Waits until no turn runs in this process (seen idle twice in a row, so a task that was
-/// just spawned has the chance to register its turn).
+/// Waits until no turn runs in this process, seen idle for [`QUIET_POLLS`] polls in a row:
+/// a task the app has just spawned (a wake after a `/queue`, the next drain step) registers
+/// its turn only after a store read and a lease write, so one idle look is not enough. A turn
+/// that registers later still is not lost: it is frozen, then continues on the next event or
+/// is recovered from its lease.
 async fn wait_idle(app: &App) {
     let mut quiet = 0;
-    while quiet < 2 {
+    while quiet < QUIET_POLLS {
         quiet = if app.live.running().is_empty() { quiet + 1 } else { 0 };
-        tokio::time::sleep(Duration::from_millis(40)).await;
+        tokio::time::sleep(POLL).await;
     }
 }
 

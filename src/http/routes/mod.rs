@@ -12,6 +12,11 @@ pub mod ui;
 use crate::http::error::ApiError;
 use axum::http::StatusCode;
 
+/// 405 for a known path with another method, as JSON.
+pub async fn method_not_allowed() -> ApiError {
+    ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method not allowed")
+}
+
 /// 404 for unknown paths, as JSON.
 pub async fn not_found() -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "not found")

@@ -6,7 +6,7 @@ use crate::clients::telegram::Update;
 use crate::core::ids::{ChatType, Origin};
 use crate::http::HttpState;
 use crate::http::error::ApiError;
-use crate::http::extract::{JsonBody, ct_eq};
+use crate::http::extract::{RawBody, ct_eq};
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -26,12 +26,14 @@ fn authorized(s: &HttpState, headers: &HeaderMap) -> bool {
 }
 
 /// Handles one webhook call.
-pub async fn webhook(State(s): State<Arc<HttpState>>, headers: HeaderMap, body: JsonBody<Value>) -> Result<Json<Value>, ApiError> {
+pub async fn webhook(State(s): State<Arc<HttpState>>, headers: HeaderMap, RawBody(body): RawBody) -> Result<Json<Value>, ApiError> {
+    // Authenticate before looking at the body: a caller without the secret learns nothing.
     if !authorized(&s, &headers) {
         return Err(ApiError::unauthorized());
     }
+    let v: Value = serde_json::from_slice(&body).map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, format!("invalid JSON body: {e}")))?;
     let update: Update =
-        serde_json::from_value(body.0).map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, format!("not a Telegram Update: {e}")))?;
+        serde_json::from_value(v).map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, format!("not a Telegram Update: {e}")))?;
     let Some(m) = update.message else { return Ok(Json(json!({"ok": true, "ignored": "no message"}))) };
     let Some(text) = m.text.or(m.caption).filter(|t| !t.trim().is_empty()) else {
         return Ok(Json(json!({"ok": true, "ignored": "no text"})));
