@@ -27,6 +27,13 @@ class FakeLLM(http.server.BaseHTTPRequestHandler):
         pass
 
 
+class FakeServer(http.server.ThreadingHTTPServer):
+    # The default backlog (5) drops connections under 100 concurrent chats and the TCP SYN
+    # retry (1 s, 2 s) would be measured as gateway latency.
+    request_queue_size = 1024
+    daemon_threads = True
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -74,7 +81,7 @@ def pct(v, p):
 
 
 def main():
-    llm = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeLLM)
+    llm = FakeServer(("127.0.0.1", 0), FakeLLM)
     threading.Thread(target=llm.serve_forever, daemon=True).start()
     home = tempfile.mkdtemp(prefix="hz-bench-")
     with open(os.path.join(home, "config.yaml"), "w") as f:
@@ -113,6 +120,9 @@ def main():
     for i in range(1000 - 200 - 500 - 1):
         post(conn, {"chat_id": f"leak{i % 10}", "user_id": "u", "text": "x"})
     print(f"RSS after 1,000 turns: {rss_kb(p.pid) / 1024:.1f} MiB")
+    for i in range(2000):
+        post(conn, {"chat_id": f"leak{i % 10}", "user_id": "u", "text": "x"})
+    print(f"RSS after 3,000 turns: {rss_kb(p.pid) / 1024:.1f} MiB (leak check: should level off)")
     p.terminate()
     p.wait()
     llm.shutdown()
