@@ -13,7 +13,7 @@ use chrono::{DateTime, Utc};
 use hermes_zero::app::{App, Inbound};
 use hermes_zero::config::{Env, load_settings, parse_yaml};
 use hermes_zero::core::ids::{ChatType, Origin, SessionId, SessionKey};
-use hermes_zero::core::job::{Job, JobState, Occurrence, RunRecord};
+use hermes_zero::core::job::{Job, Occurrence, RunRecord};
 use hermes_zero::core::session::{Message, Role, SessionEntry, SessionRecord};
 use hermes_zero::http::{HttpState, router};
 use hermes_zero::ports::*;
@@ -265,32 +265,7 @@ fn token(job: &str) -> String {
 fn job(id: &str, at: DateTime<Utc>) -> Job {
     let v = json!({"id": id, "schedule": "every 1h", "prompt": "p", "deliver": "local"});
     let s = hermes_zero::core::jobfile::parse_job(&v, at, chrono_tz::UTC).unwrap();
-    Job {
-        id: s.id,
-        name: s.name,
-        schedule_text: s.schedule_text,
-        schedule: s.schedule,
-        prompt: s.prompt,
-        skills: vec![],
-        deliver: s.deliver,
-        enabled: true,
-        repeat: Default::default(),
-        model: None,
-        timezone: None,
-        origin: None,
-        declared: false,
-        extra: Default::default(),
-        next_run_at: Some(at),
-        last_run_at: None,
-        last_status: None,
-        last_error: None,
-        state: JobState::Scheduled,
-        paused_at: None,
-        completed_at: None,
-        running: None,
-        created_at: at,
-        version: 0,
-    }
+    Job { next_run_at: Some(at), ..Job::from_spec(&s, false, at, chrono_tz::UTC) }
 }
 
 async fn fire_path(dir: &std::path::Path, jobs: usize, concurrency: usize, label: &str) {

@@ -31,33 +31,7 @@ impl App {
             return Err(AppError::BadRequest(format!("the one-shot time of `{}` is in the past; {}", spec.id, schedule::ACCEPTED)));
         }
         let now = self.clock.now();
-        let mut job = Job {
-            id: spec.id.clone(),
-            name: spec.name.clone(),
-            schedule_text: spec.schedule_text.clone(),
-            schedule: spec.schedule.clone(),
-            prompt: spec.prompt.clone(),
-            skills: spec.skills.clone(),
-            deliver: spec.deliver.clone(),
-            enabled: spec.enabled,
-            repeat: spec.repeat,
-            model: spec.model.clone(),
-            timezone: spec.timezone.clone(),
-            origin: spec.origin.clone(),
-            declared,
-            extra: spec.extra.clone(),
-            next_run_at: None,
-            last_run_at: None,
-            last_status: None,
-            last_error: None,
-            state: JobState::Scheduled,
-            paused_at: None,
-            completed_at: None,
-            running: None,
-            created_at: now,
-            version: 0,
-        };
-        job.next_run_at = Job::first_run(&job.schedule, now, job.tz(self.cfg.tz));
+        let job = Job::from_spec(&spec, declared, now, self.cfg.tz);
         let job = match self.store.put_job(&job).await {
             Ok(j) => j,
             Err(StoreError::Conflict(_)) => return Err(AppError::BadRequest(format!("a job with id `{}` already exists", spec.id))),

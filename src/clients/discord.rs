@@ -30,21 +30,28 @@ impl DiscordClient {
             .http
             .post(&url)
             .header("Authorization", format!("Bot {}", self.token.expose_secret()))
-            .json(&json!({"content": chunk}))
+            // No pings from echoed text: model output must not mention @everyone or roles.
+            .json(&json!({"content": chunk, "allowed_mentions": {"parse": []}}))
             .send()
             .await
             .map_err(|e| DeliveryError::Retryable(describe(e)))?;
-        let status = resp.status().as_u16();
-        if (200..300).contains(&status) {
-            return Ok(());
-        }
-        let header_wait = retry_after(resp.headers(), 60);
-        let v: Value = resp.json().await.unwrap_or(Value::Null);
-        let msg = v["message"].as_str().unwrap_or("no message").to_string();
-        Err(match status {
-            429 => DeliveryError::RateLimited(header_wait.or_else(|| v["retry_after"].as_f64().map(|s| s.ceil() as u64)).unwrap_or(1)),
-            s if s >= 500 => DeliveryError::Retryable(format!("discord HTTP {s}: {msg}")),
-            s => DeliveryError::Permanent(format!("discord HTTP {s}: {msg}")),
-        })
+        classify(resp, "discord", false).await
     }
+}
+
+/// Classifies a Discord REST answer once: 2xx ok; 429 rate-limited with its wait (header or
+/// body); 5xx (and 404 when `retry_404`) retryable; other 4xx permanent.
+pub async fn classify(resp: reqwest::Response, what: &str, retry_404: bool) -> Result<(), DeliveryError> {
+    let status = resp.status().as_u16();
+    if (200..300).contains(&status) {
+        return Ok(());
+    }
+    let header_wait = retry_after(resp.headers(), 60);
+    let v: Value = resp.json().await.unwrap_or(Value::Null);
+    let msg = v["message"].as_str().unwrap_or("no message").to_string();
+    Err(match status {
+        429 => DeliveryError::RateLimited(header_wait.or_else(|| v["retry_after"].as_f64().map(|s| s.ceil() as u64)).unwrap_or(1)),
+        s if s >= 500 || (retry_404 && s == 404) => DeliveryError::Retryable(format!("{what} HTTP {s}: {msg}")),
+        s => DeliveryError::Permanent(format!("{what} HTTP {s}: {msg}")),
+    })
 }

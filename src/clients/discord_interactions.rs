@@ -3,10 +3,10 @@
 //! Knows nothing of HTTP routing or of sessions.
 
 use crate::clients::discord::LIMIT;
-use crate::clients::{describe, http_client, retry_after};
+use crate::clients::{describe, http_client};
 use crate::core::text::split_message;
 use crate::ports::DeliveryError;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -64,17 +64,6 @@ impl InteractionClient {
         // No pings from echoed text: model output must not mention @everyone or roles.
         let body = json!({"content": chunk, "allowed_mentions": {"parse": []}});
         let resp = self.http.post(&url).json(&body).send().await.map_err(|e| DeliveryError::Retryable(describe(e)))?;
-        let status = resp.status().as_u16();
-        if (200..300).contains(&status) {
-            return Ok(());
-        }
-        let header_wait = retry_after(resp.headers(), 60);
-        let v: Value = resp.json().await.unwrap_or(Value::Null);
-        let msg = v["message"].as_str().unwrap_or("no message").to_string();
-        Err(match status {
-            429 => DeliveryError::RateLimited(header_wait.or_else(|| v["retry_after"].as_f64().map(|s| s.ceil() as u64)).unwrap_or(1)),
-            s if s >= 500 || s == 404 => DeliveryError::Retryable(format!("discord follow-up HTTP {s}: {msg}")),
-            s => DeliveryError::Permanent(format!("discord follow-up HTTP {s}: {msg}")),
-        })
+        crate::clients::discord::classify(resp, "discord follow-up", true).await
     }
 }

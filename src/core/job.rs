@@ -256,32 +256,11 @@ mod tests {
     }
 
     fn job(s: Schedule) -> Job {
-        Job {
-            id: "j".into(),
-            name: "j".into(),
-            schedule_text: String::new(),
-            schedule: s,
-            prompt: "p".into(),
-            skills: vec![],
-            deliver: vec![],
-            enabled: true,
-            repeat: Repeat::default(),
-            model: None,
-            timezone: None,
-            origin: None,
-            declared: false,
-            extra: Map::new(),
-            next_run_at: None,
-            last_run_at: None,
-            last_status: None,
-            last_error: None,
-            state: JobState::Scheduled,
-            paused_at: None,
-            completed_at: None,
-            running: None,
-            created_at: utc("2026-01-01T00:00:00Z"),
-            version: 0,
-        }
+        let created = utc("2026-01-01T00:00:00Z");
+        let spec =
+            crate::core::jobfile::parse_job(&serde_json::json!({"id": "j", "schedule": "every 1h", "prompt": "p"}), created, Tz::UTC)
+                .unwrap();
+        Job { schedule: s, ..Job::from_spec(&spec, false, created, Tz::UTC) }
     }
 
     #[test]

@@ -284,6 +284,41 @@ pub fn parse_job(j: &Value, now: DateTime<Utc>, tz: Tz) -> Result<JobSpec, Strin
     })
 }
 
+impl crate::core::job::Job {
+    /// A new, scheduled job from a validated definition, its first occurrence computed from
+    /// `now` in its zone (`tz` unless the job names one).
+    pub fn from_spec(spec: &JobSpec, declared: bool, now: DateTime<Utc>, tz: Tz) -> Self {
+        let mut job = Self {
+            id: spec.id.clone(),
+            name: spec.name.clone(),
+            schedule_text: spec.schedule_text.clone(),
+            schedule: spec.schedule.clone(),
+            prompt: spec.prompt.clone(),
+            skills: spec.skills.clone(),
+            deliver: spec.deliver.clone(),
+            enabled: spec.enabled,
+            repeat: spec.repeat,
+            model: spec.model.clone(),
+            timezone: spec.timezone.clone(),
+            origin: spec.origin.clone(),
+            declared,
+            extra: spec.extra.clone(),
+            next_run_at: None,
+            last_run_at: None,
+            last_status: None,
+            last_error: None,
+            state: crate::core::job::JobState::Scheduled,
+            paused_at: None,
+            completed_at: None,
+            running: None,
+            created_at: now,
+            version: 0,
+        };
+        job.next_run_at = Self::first_run(&job.schedule, now, job.tz(tz));
+        job
+    }
+}
+
 /// A job id from a name: lowercase letters and digits joined by `-`.
 pub fn slug(name: &str) -> String {
     let s: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();

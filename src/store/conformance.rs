@@ -5,7 +5,6 @@
 
 use crate::core::ids::{ChatType, Origin, SessionId, SessionKey};
 use crate::core::job::{Job, JobState, Occurrence, RunRecord};
-use crate::core::schedule::Schedule;
 use crate::core::session::{Lease, Message, PendingMessage, Role, SessionEntry, SessionRecord};
 use crate::ports::{Appended, Claim, InboundId, QueuedItem, SessionChange, Store, StoreError};
 use chrono::{TimeZone, Utc};
@@ -50,32 +49,11 @@ where
 }
 
 pub(crate) fn sample_job(id: &str, next: Option<chrono::DateTime<Utc>>) -> Job {
-    Job {
-        id: id.into(),
-        name: id.into(),
-        schedule_text: "every 1h".into(),
-        schedule: Schedule::Interval { seconds: 3600 },
-        prompt: "p".into(),
-        skills: vec![],
-        deliver: vec![],
-        enabled: true,
-        repeat: Default::default(),
-        model: None,
-        timezone: None,
-        origin: None,
-        declared: false,
-        extra: Default::default(),
-        next_run_at: next,
-        last_run_at: None,
-        last_status: None,
-        last_error: None,
-        state: JobState::Scheduled,
-        paused_at: None,
-        completed_at: None,
-        running: None,
-        created_at: Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap(),
-        version: 0,
-    }
+    let created = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
+    let spec =
+        crate::core::jobfile::parse_job(&serde_json::json!({"id": id, "schedule": "every 1h", "prompt": "p"}), created, chrono_tz::UTC)
+            .unwrap();
+    Job { next_run_at: next, ..Job::from_spec(&spec, false, created, chrono_tz::UTC) }
 }
 
 async fn jobs_cas_and_due_index(s: Arc<dyn Store>) {
