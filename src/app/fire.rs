@@ -212,12 +212,12 @@ impl App {
                             system: self.system_prompt(),
                             origin: None,
                         };
-                        let budget = std::time::Duration::from_secs(TURN_BUDGET_SECS as u64);
+                        let budget = crate::app::budget::turn_budget(std::time::Duration::from_secs(TURN_BUDGET_SECS as u64));
                         match tokio::time::timeout(budget, agent::run(self, spec, || async { false })).await {
                             Ok(Ok(out)) if out.reply.trim().is_empty() => Err("the model returned an empty answer".into()),
                             Ok(Ok(out)) => Ok(out.reply),
                             Ok(Err(e)) => Err(e.to_string()),
-                            Err(_) => Err(format!("timed out after {TURN_BUDGET_SECS} s")),
+                            Err(_) => Err(format!("timed out after {} s", budget.as_secs())),
                         }
                     }
                 }

@@ -5,6 +5,7 @@
 //! reached through `Arc<dyn Port>`.
 
 mod agent;
+pub mod budget;
 mod commands;
 pub mod crash;
 mod deliver;

@@ -46,7 +46,10 @@ impl App {
             token: format!("{:016x}", rand::random::<u64>()),
             owner: self.live.owner.clone(),
             started_at: now,
-            expires_at: now + Duration::seconds(TURN_BUDGET_SECS + LEASE_MARGIN_SECS),
+            expires_at: now
+                + Duration::from_std(crate::app::budget::turn_budget(StdDuration::from_secs(TURN_BUDGET_SECS as u64)))
+                    .unwrap_or(Duration::seconds(TURN_BUDGET_SECS))
+                + Duration::seconds(LEASE_MARGIN_SECS),
         }
     }
 
@@ -110,7 +113,7 @@ impl App {
             origin: Some(entry.origin.clone()),
         };
         let stop = || async { self.store.get_entry(key).await.ok().flatten().is_some_and(|e| e.interrupt_requested) };
-        let budget = StdDuration::from_secs(TURN_BUDGET_SECS as u64);
+        let budget = crate::app::budget::turn_budget(StdDuration::from_secs(TURN_BUDGET_SECS as u64));
         let result = match tokio::time::timeout(budget, agent::run(self, spec, stop)).await {
             Ok(r) => r,
             Err(_) => {

@@ -171,7 +171,14 @@ struct FireEvent {
 }
 
 impl Handler {
+    /// Handles one event with the invocation's deadline as the turn budget of the work it
+    /// starts in this task.
     async fn handle(self, ev: LambdaEvent<Value>) -> Result<Value, lambda_runtime::Error> {
+        let left = budget(ev.context.deadline(), SystemTime::now());
+        crate::app::budget::within(left, self.handle_event(ev)).await
+    }
+
+    async fn handle_event(self, ev: LambdaEvent<Value>) -> Result<Value, lambda_runtime::Error> {
         let LambdaEvent { payload, context } = ev;
         eventbridge::learn_function_arn(&context.invoked_function_arn);
         if let Some(fire) = payload.get(FIRE_KEY) {
