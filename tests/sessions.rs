@@ -16,7 +16,7 @@ fn msg(chat: &str, text: &str) -> serde_json::Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queued_prompts_run_as_separate_turns_in_order() {
     let llm = FakeLlm::start().await;
-    llm.set_delay(800);
+    llm.set_delay(2000);
     let home = TempHome::new("queue");
     home.write("config.yaml", &config(Some(&llm), None, ""));
     let gw = std::sync::Arc::new(Gateway::start(home.path(), &[]));
@@ -44,7 +44,7 @@ async fn queued_prompts_run_as_separate_turns_in_order() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interrupt_mode_burst_keeps_every_text_answers_the_latest_and_acks_once() {
     let llm = FakeLlm::start().await;
-    llm.set_delay(1500);
+    llm.set_delay(4000);
     let tg = FakeTelegram::start().await;
     let home = TempHome::new("burst");
     home.write("config.yaml", &config(Some(&llm), Some(&tg), ""));
@@ -75,7 +75,7 @@ async fn interrupt_mode_burst_keeps_every_text_answers_the_latest_and_acks_once(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queue_mode_runs_every_message_in_order_and_refuses_past_the_cap() {
     let llm = FakeLlm::start().await;
-    llm.set_delay(1500);
+    llm.set_delay(4000);
     let home = TempHome::new("qmode");
     home.write("config.yaml", &config(Some(&llm), None, "busy_input_mode: queue\n"));
     let gw = std::sync::Arc::new(Gateway::start(home.path(), &[]));
@@ -96,7 +96,7 @@ async fn queue_mode_runs_every_message_in_order_and_refuses_past_the_cap() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_33rd_item_is_refused_and_new_clears_the_queue() {
     let llm = FakeLlm::start().await;
-    llm.set_delay(2500);
+    llm.set_delay(6000);
     let home = TempHome::new("cap");
     home.write("config.yaml", &config(Some(&llm), None, ""));
     let gw = std::sync::Arc::new(Gateway::start(home.path(), &[]));
