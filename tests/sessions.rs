@@ -130,11 +130,7 @@ async fn sigkill_during_a_turn_is_resumed_after_restart() {
     let home = TempHome::new("kill");
     home.write("config.yaml", &tg_config(&llm, &tg));
     let mut gw = Gateway::start(home.path(), &[]);
-    let http = gw.http.clone();
-    let url = format!("{}/webhooks/telegram", gw.base);
-    tokio::spawn(async move {
-        http.post(url).header("X-Telegram-Bot-Api-Secret-Token", "tg-secret").json(&tg_update(1, 1, 42, 42, "long job")).send().await
-    });
+    gw.telegram_in_background(tg_update(1, 1, 42, 42, "long job"));
     assert!(wait_until(10, || llm.calls() == 1).await);
     gw.kill();
     llm.set_delay(0);
@@ -154,11 +150,7 @@ async fn three_interruptions_suspend_and_the_next_message_starts_fresh_with_a_no
     let home = TempHome::new("loop");
     home.write("config.yaml", &tg_config(&llm, &tg));
     let mut gw = Gateway::start(home.path(), &[]);
-    let http = gw.http.clone();
-    let url = format!("{}/webhooks/telegram", gw.base);
-    tokio::spawn(async move {
-        http.post(url).header("X-Telegram-Bot-Api-Secret-Token", "tg-secret").json(&tg_update(1, 1, 42, 42, "loop")).send().await
-    });
+    gw.telegram_in_background(tg_update(1, 1, 42, 42, "loop"));
     assert!(wait_until(10, || llm.calls() == 1).await);
     gw.kill();
     for n in 2..=3 {
@@ -191,11 +183,7 @@ async fn sigterm_during_a_turn_notifies_and_resumes_after_restart() {
     let home = TempHome::new("term");
     home.write("config.yaml", &tg_config(&llm, &tg));
     let mut gw = Gateway::start(home.path(), &[]);
-    let http = gw.http.clone();
-    let url = format!("{}/webhooks/telegram", gw.base);
-    tokio::spawn(async move {
-        http.post(url).header("X-Telegram-Bot-Api-Secret-Token", "tg-secret").json(&tg_update(1, 1, 42, 42, "long job")).send().await
-    });
+    gw.telegram_in_background(tg_update(1, 1, 42, 42, "long job"));
     assert!(wait_until(10, || llm.calls() == 1).await);
     assert!(gw.terminate(10), "serve exits after the drain timeout");
     let sent = tg.sent();

@@ -6,18 +6,9 @@
 mod common;
 
 use common::*;
-use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/jwt/");
 const OFFSET: i64 = 3660;
-
-fn token(job: &str) -> String {
-    let now = chrono::Utc::now().timestamp() + OFFSET;
-    let key = EncodingKey::from_rsa_pem(&std::fs::read(format!("{FIX}rsa_private.pem")).unwrap()).unwrap();
-    let c = json!({"iss": "https://nas.test", "aud": "agent:storm", "iat": now, "exp": now + 120, "purpose": "cron_fire", "job_id": job, "jti": format!("{:x}", rand::random::<u128>())});
-    encode(&Header::new(Algorithm::RS256), &c, &key).unwrap()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn five_hundred_identical_fires_across_four_processes_run_once() {
@@ -29,7 +20,7 @@ async fn five_hundred_identical_fires_across_four_processes_run_once() {
             Some(&llm),
             None,
             &format!(
-                "cron:\n  chronos:\n    portal_url: https://nas.test\n    instance_id: storm\n    public_key_pem: {FIX}rsa_public.pem\n"
+                "cron:\n  chronos:\n    portal_url: https://nas.test\n    instance_id: storm\n    public_key_pem: {JWT_FIXTURES}rsa_public.pem\n"
             ),
         ),
     );
@@ -39,29 +30,7 @@ async fn five_hundred_identical_fires_across_four_processes_run_once() {
     let fire_at = jobs[0]["next_run_at"].as_str().unwrap().to_string();
     let off = OFFSET.to_string();
     let gws: Vec<Gateway> = (0..4).map(|_| Gateway::start(home.path(), &[("HERMES_CLOCK_OFFSET_SECS", &off)])).collect();
-    let http = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap();
-    let tokens: Vec<String> = (0..500).map(|_| token("storm")).collect();
-    let mut tasks = Vec::new();
-    for (i, t) in tokens.into_iter().enumerate() {
-        let url = format!("{}/api/cron/fire", gws[i % 4].base);
-        let http = http.clone();
-        let fire_at = fire_at.clone();
-        tasks.push(tokio::spawn(async move {
-            let r = http.post(url).bearer_auth(t).json(&json!({"job_id": "storm", "fire_at": fire_at})).send().await.unwrap();
-            (r.status().as_u16(), r.json::<Value>().await.unwrap_or(Value::Null))
-        }));
-    }
-    let mut ok = 0;
-    let mut dup = 0;
-    for t in tasks {
-        let (s, b) = t.await.unwrap();
-        assert_eq!(s, 200, "{b}");
-        match b["status"].as_str() {
-            Some("ok") => ok += 1,
-            Some("duplicate") => dup += 1,
-            other => panic!("unexpected {other:?}: {b}"),
-        }
-    }
+    let (ok, dup) = fire_storm(&gws, "storm", &fire_at, "storm", OFFSET, 500, 500).await;
     assert_eq!((ok, dup), (1, 499));
     assert_eq!(llm.calls(), 1, "exactly one run");
     let (_, runs) = gws[0].get("/api/jobs/storm/runs").await;

@@ -198,29 +198,9 @@ impl Gateway {
 
     /// Starts `serve` on `listen` and waits (≤ 20 s) for its listening line.
     pub fn start_on(home: &FsPath, listen: &str, envs: &[(&str, &str)]) -> Self {
-        let mut cmd = Command::new(bin());
-        cmd.args(["--home", home.to_str().unwrap(), "serve", "--listen", listen])
-            .env_remove("HERMES_HOME")
-            .env("API_SERVER_KEY", API_KEY)
-            .env("TELEGRAM_BOT_TOKEN", "123:abc")
-            .env("TELEGRAM_WEBHOOK_SECRET", "tg-secret")
-            .env("RUST_LOG", std::env::var("HZ_TEST_LOG").unwrap_or_else(|_| "warn".into()))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        for (k, v) in envs {
-            cmd.env(k, v);
-        }
-        let mut child = cmd.spawn().expect("spawn hermes-zero");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(rest) = line.split("listening on ").nth(1) {
-                    tx.send(rest.trim().to_string()).ok();
-                }
-            }
-        });
-        let base = rx.recv_timeout(Duration::from_secs(20)).expect("gateway did not print its address");
+        let mut all = vec![("API_SERVER_KEY", API_KEY), ("TELEGRAM_BOT_TOKEN", "123:abc"), ("TELEGRAM_WEBHOOK_SECRET", "tg-secret")];
+        all.extend_from_slice(envs);
+        let (child, base) = spawn_listening(&["--home", home.to_str().unwrap(), "serve", "--listen", listen], &all, "listening on ");
         Self { child, base, key: API_KEY.into(), http: reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap() }
     }
 
@@ -246,6 +226,13 @@ impl Gateway {
             .await
             .unwrap();
         r.status().as_u16()
+    }
+
+    /// Posts a Telegram update in the background (for turns that will be interrupted).
+    pub fn telegram_in_background(&self, update: Value) {
+        let http = self.http.clone();
+        let url = format!("{}/webhooks/telegram", self.base);
+        tokio::spawn(async move { http.post(url).header("X-Telegram-Bot-Api-Secret-Token", "tg-secret").json(&update).send().await });
     }
 
     pub fn pid(&self) -> u32 {
@@ -410,4 +397,54 @@ impl Drop for KillOnDrop {
         self.0.kill().ok();
         self.0.wait().ok();
     }
+}
+
+/// Test-only RSA key pair (tests/fixtures/jwt) for fire tokens.
+pub const JWT_FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/jwt/");
+
+/// A valid RS256 fire token for `job` with `aud = agent:<instance>`, issued `offset` seconds
+/// ahead of the wall clock (to match a gateway running with `HERMES_CLOCK_OFFSET_SECS`).
+pub fn rsa_fire_token(job: &str, instance: &str, offset: i64) -> String {
+    use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
+    let now = chrono::Utc::now().timestamp() + offset;
+    let key = EncodingKey::from_rsa_pem(&std::fs::read(format!("{JWT_FIXTURES}rsa_private.pem")).unwrap()).unwrap();
+    let c = json!({"iss": "https://nas.test", "aud": format!("agent:{instance}"), "iat": now, "exp": now + 120, "purpose": "cron_fire", "job_id": job, "jti": format!("{:x}", rand::random::<u128>())});
+    encode(&Header::new(Algorithm::RS256), &c, &key).unwrap()
+}
+
+/// Fires `job` at `fire_at` `n` times concurrently (at most `in_flight` at once), spread over
+/// `gws`; returns (ok, duplicate).
+pub async fn fire_storm(
+    gws: &[Gateway],
+    job: &str,
+    fire_at: &str,
+    instance: &str,
+    offset: i64,
+    n: usize,
+    in_flight: usize,
+) -> (usize, usize) {
+    let http = reqwest::Client::builder().pool_max_idle_per_host(64).timeout(Duration::from_secs(120)).build().unwrap();
+    let gate = Arc::new(tokio::sync::Semaphore::new(in_flight));
+    let mut tasks = Vec::new();
+    for i in 0..n {
+        let url = format!("{}/api/cron/fire", gws[i % gws.len()].base);
+        let (http, body, t) = (http.clone(), json!({"job_id": job, "fire_at": fire_at}), rsa_fire_token(job, instance, offset));
+        let gate = gate.clone();
+        tasks.push(tokio::spawn(async move {
+            let _permit = gate.acquire().await.unwrap();
+            let r = http.post(url).bearer_auth(t).json(&body).send().await.unwrap();
+            (r.status().as_u16(), r.json::<Value>().await.unwrap_or(Value::Null))
+        }));
+    }
+    let (mut ok, mut dup) = (0, 0);
+    for t in tasks {
+        let (s, b) = t.await.unwrap();
+        assert_eq!(s, 200, "{b}");
+        match b["status"].as_str() {
+            Some("ok") => ok += 1,
+            Some("duplicate") => dup += 1,
+            other => panic!("unexpected {other:?}: {b}"),
+        }
+    }
+    (ok, dup)
 }
