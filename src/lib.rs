@@ -37,3 +37,5 @@ pub mod http;
 pub mod ports;
 pub mod runtime;
 pub mod store;
+#[cfg(test)]
+pub(crate) mod test_support;

@@ -3,12 +3,10 @@
 //! no claim; a valid token fires the occurrence exactly once.
 
 use crate::app::App;
-use crate::config::{Env, parse_yaml};
+use crate::config::Env;
 use crate::core::job::Occurrence;
 use crate::http::{HttpState, router};
-use crate::ports::{ChatRequest, ChatResponse, Llm, LlmError, ManualClock};
-use crate::store::sqlite::SqliteStore;
-use async_trait::async_trait;
+use crate::test_support::CountingLlm;
 use axum::body::{Body, to_bytes};
 use axum::http::Request;
 use base64::Engine;
@@ -24,20 +22,6 @@ const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/jwt/");
 const AUD: &str = "agent:agent-1";
 const ISS: &str = "https://nas.test";
 
-#[derive(Default)]
-struct CountingLlm(AtomicUsize);
-
-#[async_trait]
-impl Llm for CountingLlm {
-    fn name(&self) -> &'static str {
-        "counting"
-    }
-    async fn complete(&self, _: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        self.0.fetch_add(1, Ordering::SeqCst);
-        Ok(ChatResponse { content: "report".into(), ..ChatResponse::default() })
-    }
-}
-
 struct Kit {
     app: App,
     llm: Arc<CountingLlm>,
@@ -46,23 +30,9 @@ struct Kit {
 
 async fn kit(key_source: &str) -> Kit {
     let yaml = format!("cron:\n  chronos:\n    portal_url: {ISS}\n    instance_id: agent-1\n    {key_source}\n");
-    let (settings, _) = parse_yaml(&yaml, "test").unwrap();
-    let mut cfg = crate::config::load_settings(std::path::Path::new("/nonexistent"), None, &Env::default()).unwrap();
-    cfg.settings = settings;
     let now: DateTime<Utc> = "2026-12-01T08:00:00Z".parse().unwrap();
-    let llm = Arc::new(CountingLlm::default());
-    let app = App {
-        cfg: Arc::new(cfg),
-        home: "/nonexistent".into(),
-        store: Arc::new(SqliteStore::in_memory().unwrap()),
-        llm: llm.clone(),
-        delivery: Arc::new(crate::clients::delivery::PlatformDelivery::from_config(
-            &crate::config::load_settings(std::path::Path::new("/nonexistent"), None, &Env::default()).unwrap(),
-        )),
-        clock: Arc::new(ManualClock::new(now)),
-        live: Arc::default(),
-        timers: Arc::new(crate::ports::PollingTimers),
-    };
+    let llm = CountingLlm::new("report");
+    let app = crate::test_support::app(&yaml, &Env::default(), now, llm.clone());
     // A job due exactly now.
     let mut j = crate::store::conformance::sample_job("j1", Some(now));
     j.deliver = vec!["local".into()];
@@ -149,7 +119,7 @@ async fn forged_and_misused_tokens_are_refused_without_detail() {
         let (s, body) = fire(&k, token.as_deref(), "j1").await;
         assert_eq!((s, body.clone()), (401, json!({"error": "invalid fire token"})), "case: {name}");
     }
-    assert_eq!(k.llm.0.load(Ordering::SeqCst), 0, "no model call");
+    assert_eq!(k.llm.calls(), 0, "no model call");
     assert!(k.app.store.claim_status(&Occurrence::new("j1", k.now)).await.unwrap().is_none(), "nothing claimed");
     // Replay: the same jti twice (first for a job that is gone, so nothing runs).
     let once = rsa_token(&with(&k, |c| c["job_id"] = json!("missing-job")));
@@ -162,9 +132,9 @@ async fn forged_and_misused_tokens_are_refused_without_detail() {
     }));
     let (s, body) = fire(&k, Some(&ok), "j1").await;
     assert_eq!((s, body["status"].as_str()), (200, Some("ok")), "{body}");
-    assert_eq!(k.llm.0.load(Ordering::SeqCst), 1);
+    assert_eq!(k.llm.calls(), 1);
     assert_eq!(fire(&k, Some(&valid), "j1").await.1["status"], "duplicate");
-    assert_eq!(k.llm.0.load(Ordering::SeqCst), 1);
+    assert_eq!(k.llm.calls(), 1);
 }
 
 #[tokio::test]
@@ -174,7 +144,7 @@ async fn an_rs256_token_is_not_verified_against_an_ec_key() {
     let ec = EncodingKey::from_ec_pem(&std::fs::read(format!("{FIX}ec_private.pem")).unwrap()).unwrap();
     let good = encode(&Header::new(Algorithm::ES256), &claims(&k), &ec).unwrap();
     assert_eq!(fire(&k, Some(&good), "j1").await.1["status"], "ok");
-    assert_eq!(k.llm.0.load(Ordering::SeqCst), 1);
+    assert_eq!(k.llm.calls(), 1);
 }
 
 #[tokio::test]
@@ -240,7 +210,7 @@ async fn fifty_concurrent_valid_fires_run_the_occurrence_once() {
     }
     assert_eq!(statuses.iter().filter(|s| *s == "ok").count(), 1, "{statuses:?}");
     assert_eq!(statuses.iter().filter(|s| *s == "duplicate").count(), 49, "{statuses:?}");
-    assert_eq!(k.llm.0.load(Ordering::SeqCst), 1);
+    assert_eq!(k.llm.calls(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -249,7 +219,7 @@ async fn async_fire_mode_answers_202_and_runs_in_the_background() {
     let (s, b) = fire(&k, Some(&rsa_token(&claims(&k))), "j1").await;
     assert_eq!((s, b), (202, json!({"status": "accepted"})));
     for _ in 0..100 {
-        if k.llm.0.load(Ordering::SeqCst) == 1 {
+        if k.llm.calls() == 1 {
             return;
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;

@@ -10,13 +10,10 @@
 
 #![allow(clippy::unwrap_used)]
 
-use crate::app::App;
-use crate::config::{Env, load_settings, parse_yaml};
+use crate::config::Env;
 use crate::core::job::Occurrence;
 use crate::http::{HttpState, router};
-use crate::ports::{ChatRequest, ChatResponse, Llm, LlmError, ManualClock};
-use crate::store::sqlite::SqliteStore;
-use async_trait::async_trait;
+use crate::test_support::CountingLlm;
 use axum::body::{Body, to_bytes};
 use axum::http::{HeaderValue, Request};
 use base64::Engine;
@@ -26,7 +23,6 @@ use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
 use serde_json::{Value, json};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use tower::ServiceExt;
 
 const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/jwt/");
@@ -43,20 +39,6 @@ fn cases(cases: u32) -> ProptestConfig {
 
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
-}
-
-#[derive(Default)]
-struct CountingLlm(AtomicUsize);
-
-#[async_trait]
-impl Llm for CountingLlm {
-    fn name(&self) -> &'static str {
-        "counting"
-    }
-    async fn complete(&self, _: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        self.0.fetch_add(1, Ordering::SeqCst);
-        Ok(ChatResponse { content: "fine".into(), ..ChatResponse::default() })
-    }
 }
 
 struct Kit {
@@ -79,20 +61,9 @@ async fn kit(jwks_url: Option<&str>) -> Kit {
     );
     let public = hex(&SigningKey::from_bytes(&DISCORD_SEED).verifying_key().to_bytes());
     let env = Env::from_pairs([("TELEGRAM_WEBHOOK_SECRET", TG_SECRET), ("DISCORD_PUBLIC_KEY", public.as_str())]);
-    let mut loaded = load_settings(std::path::Path::new("/nonexistent"), None, &env).unwrap();
-    loaded.settings = parse_yaml(&yaml, "test").unwrap().0;
     let now: DateTime<Utc> = "2026-12-01T08:00:00Z".parse().unwrap();
-    let llm = Arc::new(CountingLlm::default());
-    let app = App {
-        delivery: Arc::new(crate::clients::delivery::PlatformDelivery::from_config(&loaded)),
-        cfg: Arc::new(loaded),
-        home: "/nonexistent".into(),
-        store: Arc::new(SqliteStore::in_memory().unwrap()),
-        llm: llm.clone(),
-        clock: Arc::new(ManualClock::new(now)),
-        live: Arc::default(),
-        timers: Arc::new(crate::ports::PollingTimers),
-    };
+    let llm = CountingLlm::new("fine");
+    let app = crate::test_support::app(&yaml, &env, now, llm.clone());
     let mut j = crate::store::conformance::sample_job("j1", Some(now));
     j.deliver = vec!["local".into()];
     app.store.put_job(&j).await.unwrap();
@@ -116,7 +87,7 @@ async fn snapshot(k: &Kit) -> Value {
     let jobs = s.list_jobs().await.unwrap();
     let runs = s.list_runs("j1", 100).await.unwrap();
     let claim = s.claim_status(&Occurrence::new("j1", k.now)).await.unwrap();
-    let calls = k.llm.0.load(Ordering::SeqCst);
+    let calls = k.llm.calls();
     json!({"entries": entries, "sessions": sessions, "transcripts": transcripts, "queues": queues, "jobs": jobs, "runs": runs, "claim": claim, "model_calls": calls})
 }
 
@@ -213,7 +184,7 @@ proptest! {
                     prop_assert!(after.iter().any(|j| reply["job"]["id"] == j.id.as_str()), "{reply}");
                 }
             }
-            prop_assert_eq!(k.llm.0.load(Ordering::SeqCst), 0);
+            prop_assert_eq!(k.llm.calls(), 0);
             Ok(())
         })?;
     }
@@ -279,7 +250,7 @@ fn forged_fire_tokens_are_401_or_400_without_claim_or_model_call() {
             if status == 401 {
                 prop_assert_eq!(reply, json!({"error": "invalid fire token"}));
             }
-            prop_assert_eq!(k.llm.0.load(Ordering::SeqCst), 0);
+            prop_assert_eq!(k.llm.calls(), 0);
             prop_assert!(k.state.app.store.claim_status(&Occurrence::new("j1", k.now)).await.unwrap().is_none());
             Ok(())
         })?;
