@@ -14,16 +14,7 @@ const OFFSET: i64 = 3660;
 async fn five_hundred_identical_fires_across_four_processes_run_once() {
     let llm = FakeLlm::start().await;
     let home = TempHome::new("storm");
-    home.write(
-        "config.yaml",
-        &config(
-            Some(&llm),
-            None,
-            &format!(
-                "cron:\n  chronos:\n    portal_url: https://nas.test\n    instance_id: storm\n    public_key_pem: {JWT_FIXTURES}rsa_public.pem\n"
-            ),
-        ),
-    );
+    home.write("config.yaml", &config(Some(&llm), None, &pinned_key_chronos("storm")));
     let o = cli(home.path(), &["cron", "add", "every 1h", "storm report", "--name", "storm", "--deliver", "local"], &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     let jobs: Value = serde_json::from_str(&stdout(&cli(home.path(), &["cron", "list", "--json"], &[]))).unwrap();

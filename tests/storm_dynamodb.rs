@@ -64,16 +64,7 @@ async fn five_hundred_identical_fires_on_dynamodb_run_once() {
     ];
     let llm = FakeLlm::start().await;
     let home = TempHome::new("storm-ddb");
-    home.write(
-        "config.yaml",
-        &config(
-            Some(&llm),
-            None,
-            &format!(
-                "cron:\n  chronos:\n    portal_url: https://nas.test\n    instance_id: storm\n    public_key_pem: {JWT_FIXTURES}rsa_public.pem\n"
-            ),
-        ),
-    );
+    home.write("config.yaml", &config(Some(&llm), None, &pinned_key_chronos("storm")));
     let h = home.path().to_path_buf();
     let e = envs.map(|(k, v)| (k.to_string(), v.to_string()));
     let out = tokio::task::spawn_blocking(move || {

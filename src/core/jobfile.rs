@@ -86,26 +86,11 @@ pub fn parse_file(text: &str, file: &str, now: DateTime<Utc>, tz: Tz) -> Result<
         id: String::new(),
         reason: format!("not valid JSON: {e}"),
     })?;
-    let list = match &v {
-        Value::Array(a) => a,
-        Value::Object(o) => match o.get("jobs") {
-            Some(Value::Array(a)) => a,
-            _ => {
-                return Err(JobFileError {
-                    file: file.into(),
-                    index: 0,
-                    id: String::new(),
-                    reason: "expected {\"jobs\": [...]} or a list of jobs".into(),
-                });
-            }
-        },
+    let list = match (&v, v.get("jobs")) {
+        (Value::Array(a), _) | (Value::Object(_), Some(Value::Array(a))) => a,
         _ => {
-            return Err(JobFileError {
-                file: file.into(),
-                index: 0,
-                id: String::new(),
-                reason: "expected {\"jobs\": [...]} or a list of jobs".into(),
-            });
+            let reason = "expected {\"jobs\": [...]} or a list of jobs".into();
+            return Err(JobFileError { file: file.into(), index: 0, id: String::new(), reason });
         }
     };
     let mut out: Vec<JobSpec> = Vec::with_capacity(list.len());

@@ -402,6 +402,14 @@ impl Drop for KillOnDrop {
 /// Test-only RSA key pair (tests/fixtures/jwt) for fire tokens.
 pub const JWT_FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/jwt/");
 
+/// config.yaml extra: fire tokens verified with the fixture RSA key, `iss`
+/// `https://nas.test`, audience `agent:<instance>`.
+pub fn pinned_key_chronos(instance: &str) -> String {
+    format!(
+        "cron:\n  chronos:\n    portal_url: https://nas.test\n    instance_id: {instance}\n    public_key_pem: {JWT_FIXTURES}rsa_public.pem\n"
+    )
+}
+
 /// A valid RS256 fire token for `job` with `aud = agent:<instance>`, issued `offset` seconds
 /// ahead of the wall clock (to match a gateway running with `HERMES_CLOCK_OFFSET_SECS`).
 pub fn rsa_fire_token(job: &str, instance: &str, offset: i64) -> String {
