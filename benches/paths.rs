@@ -118,8 +118,8 @@ impl Store for Counting {
     async fn due_jobs(&self, n: DateTime<Utc>, l: usize) -> Result<Vec<Job>, StoreError> {
         fwd!(self, self.0.due_jobs(n, l))
     }
-    async fn claim_occurrence(&self, o: &Occurrence, j: &Job) -> Result<Claim, StoreError> {
-        fwd!(self, self.0.claim_occurrence(o, j))
+    async fn claim_occurrence(&self, o: &Occurrence, j: &Job, now: DateTime<Utc>) -> Result<Claim, StoreError> {
+        fwd!(self, self.0.claim_occurrence(o, j, now))
     }
     async fn claim_status(&self, o: &Occurrence) -> Result<Option<String>, StoreError> {
         fwd!(self, self.0.claim_status(o))
@@ -130,14 +130,14 @@ impl Store for Counting {
     async fn list_runs(&self, j: &str, l: usize) -> Result<Vec<RunRecord>, StoreError> {
         fwd!(self, self.0.list_runs(j, l))
     }
-    async fn ledger_begin(&self, o: &Occurrence, t: &str) -> Result<bool, StoreError> {
-        fwd!(self, self.0.ledger_begin(o, t))
+    async fn ledger_begin(&self, o: &Occurrence, t: &str, now: DateTime<Utc>) -> Result<bool, StoreError> {
+        fwd!(self, self.0.ledger_begin(o, t, now))
     }
-    async fn ledger_finish(&self, o: &Occurrence, t: &str, s: &str) -> Result<(), StoreError> {
-        fwd!(self, self.0.ledger_finish(o, t, s))
+    async fn ledger_finish(&self, o: &Occurrence, t: &str, s: &str, now: DateTime<Utc>) -> Result<(), StoreError> {
+        fwd!(self, self.0.ledger_finish(o, t, s, now))
     }
-    async fn use_once(&self, k: &str, e: DateTime<Utc>) -> Result<bool, StoreError> {
-        fwd!(self, self.0.use_once(k, e))
+    async fn use_once(&self, k: &str, e: DateTime<Utc>, now: DateTime<Utc>) -> Result<bool, StoreError> {
+        fwd!(self, self.0.use_once(k, e, now))
     }
     async fn get_meta(&self, k: &str) -> Result<Option<String>, StoreError> {
         fwd!(self, self.0.get_meta(k))

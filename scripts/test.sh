@@ -1,14 +1,29 @@
 #!/usr/bin/env bash
-# The one test command (README, CI): format check, clippy -D warnings, then every test,
-# with every feature. Installs and starts what the tests need (a local DynamoDB/Scheduler
-# API server from PyPI: moto; Chromium for the dashboard tests), and stops it at the end.
+# The one test command (README, CI): format check, clippy -D warnings (default features and
+# every feature), then every test with every feature, then the whole suite once more with the
+# machine's clock moved (faketime), every process of the test environment on the same clock.
+# Installs and starts what the tests need (a local DynamoDB/Scheduler API server from PyPI:
+# moto; Chromium for the dashboard tests; faketime), and stops it at the end.
+#
+#   scripts/test.sh                 everything, with one shifted-clock pass (HZ_CLOCK_DATES)
+#   HZ_CLOCK_DATES="2026-06-01T12:00:00Z 2031-01-01T00:00:00Z" scripts/test.sh
+#                                   shifted-clock passes at each instant (space-separated)
+#   HZ_CLOCK_DATES= scripts/test.sh skip the shifted-clock pass
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
+die() { printf '\nerror: %s\n' "$*" >&2; exit 1; }
+
+# Default shifted-clock pass: the night Europe's clocks go forward (01:00 UTC), started a few
+# minutes before, so the suite runs across the change.
+CLOCK_DATES=${HZ_CLOCK_DATES-2027-03-28T00:56:00Z}
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
+
+step "cargo clippy --all-targets -D warnings (default features: what ships self-hosted)"
+cargo clippy --all-targets -- -D warnings
 
 step "cargo clippy --all-targets --all-features -D warnings"
 cargo clippy --all-targets --all-features -- -D warnings
@@ -20,22 +35,48 @@ trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 
-step "local AWS API server (moto) for the DynamoDB and EventBridge Scheduler adapters"
+apt_install() {
+  local SUDO=()
+  if [ "$(id -u)" -ne 0 ]; then SUDO=(sudo); fi
+  DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "$@" > /dev/null
+}
+
 VENV=target/moto-venv
 if [ ! -x "$VENV/bin/moto_server" ]; then
+  step "installing moto (local AWS API server) into $VENV"
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install --quiet --disable-pip-version-check 'moto[server]'
 fi
-MOTO_PORT=$(free_port)
-"$VENV/bin/moto_server" -H 127.0.0.1 -p "$MOTO_PORT" > target/moto.log 2>&1 &
-PIDS+=($!)
-for _ in $(seq 1 100); do
-  curl -fs "http://127.0.0.1:$MOTO_PORT/moto-api/" > /dev/null 2>&1 && break
-  sleep 0.2
-done
-export HZ_MOTO_ENDPOINT="http://127.0.0.1:$MOTO_PORT"
+
+# start_moto [command prefix…]: starts moto on a free port (under the prefix, e.g. faketime),
+# waits until it answers, and exports HZ_MOTO_ENDPOINT. Fails loudly if it never answers.
+MOTO_PID=
+start_moto() {
+  local port
+  port=$(free_port)
+  "$@" "$VENV/bin/moto_server" -H 127.0.0.1 -p "$port" > target/moto.log 2>&1 &
+  MOTO_PID=$!
+  PIDS+=("$MOTO_PID")
+  for _ in $(seq 1 150); do
+    if curl -fs "http://127.0.0.1:$port/moto-api/" > /dev/null 2>&1; then
+      export HZ_MOTO_ENDPOINT="http://127.0.0.1:$port"
+      echo "moto listening on $HZ_MOTO_ENDPOINT"
+      return 0
+    fi
+    kill -0 "$MOTO_PID" 2>/dev/null || break
+    sleep 0.2
+  done
+  echo "--- target/moto.log:" >&2
+  tail -n 30 target/moto.log >&2 || true
+  die "moto_server did not answer on 127.0.0.1:$port within 30 s (see target/moto.log above)"
+}
+stop_moto() { [ -n "$MOTO_PID" ] && kill "$MOTO_PID" 2>/dev/null && wait "$MOTO_PID" 2>/dev/null || true; MOTO_PID=; }
+
 export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
-echo "moto listening on $HZ_MOTO_ENDPOINT"
+
+step "local AWS API server (moto) for the DynamoDB and EventBridge Scheduler adapters"
+start_moto
 
 if [ -x scripts/ui-deps.sh ]; then
   step "Chromium for the dashboard tests"
@@ -43,10 +84,36 @@ if [ -x scripts/ui-deps.sh ]; then
 fi
 
 # --- tests ----------------------------------------------------------------------------
+run_suite() {
+  if command -v cargo-nextest >/dev/null 2>&1; then
+    cargo nextest run --all-targets --all-features --no-fail-fast "$@"
+  else
+    cargo test --all-targets --all-features --no-fail-fast "$@"
+  fi
+}
+
 step "tests"
-if command -v cargo-nextest >/dev/null 2>&1; then
-  cargo nextest run --all-targets --all-features --no-fail-fast
-  cargo test --doc --all-features -q
-else
-  cargo test --all-targets --all-features --no-fail-fast
+run_suite
+cargo test --doc --all-features -q
+
+# --- the same suite on another date ---------------------------------------------------
+# Only the test binaries (and everything they start: the gateway, chromedriver, Chromium) and
+# moto run under faketime, all with the same offset; cargo itself stays on the real clock
+# (it hangs on its lock under faketime). Monotonic clocks are left alone: only the date moves.
+if [ -n "$CLOCK_DATES" ]; then
+  if ! command -v faketime >/dev/null 2>&1; then
+    step "installing faketime (Debian) for the shifted-clock pass"
+    apt_install faketime
+  fi
+  for when in $CLOCK_DATES; do
+    target=$(date -u -d "$when" +%s) || die "HZ_CLOCK_DATES: cannot parse '$when'"
+    offset=$(( target - $(date -u +%s) ))
+    step "tests with the clock at $when (faketime offset ${offset}s)"
+    export FAKETIME_DONT_FAKE_MONOTONIC=1
+    stop_moto
+    if [ "$offset" -ge 0 ]; then spec="+$offset"; else spec="$offset"; fi
+    start_moto faketime -f "$spec"
+    CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="faketime -f $spec" run_suite
+    unset FAKETIME_DONT_FAKE_MONOTONIC
+  done
 fi

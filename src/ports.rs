@@ -224,7 +224,8 @@ pub trait Store: Send + Sync {
     /// At most once per occurrence: inserts the claim if absent AND writes `job` (its
     /// advanced state) with compare-and-set on `job.version`, in one atomic write. A claim
     /// is never re-admitted. Returns [`Claim::Duplicate`] if the occurrence was claimed.
-    async fn claim_occurrence(&self, occ: &Occurrence, job: &Job) -> Result<Claim, StoreError>;
+    /// `now` (from the caller's clock) stamps the claim and sets its retention.
+    async fn claim_occurrence(&self, occ: &Occurrence, job: &Job, now: DateTime<Utc>) -> Result<Claim, StoreError>;
 
     /// The status of an occurrence's claim (`claimed`, `ok`, `error`, …), if claimed.
     async fn claim_status(&self, occ: &Occurrence) -> Result<Option<String>, StoreError>;
@@ -237,13 +238,14 @@ pub trait Store: Send + Sync {
 
     /// Delivery ledger: records `(occurrence, target)`; false if it was already recorded
     /// (the message must not be sent again).
-    async fn ledger_begin(&self, occ: &Occurrence, target: &str) -> Result<bool, StoreError>;
+    async fn ledger_begin(&self, occ: &Occurrence, target: &str, now: DateTime<Utc>) -> Result<bool, StoreError>;
 
     /// Sets the ledger status of `(occurrence, target)` (`sent`, `failed`).
-    async fn ledger_finish(&self, occ: &Occurrence, target: &str, status: &str) -> Result<(), StoreError>;
+    async fn ledger_finish(&self, occ: &Occurrence, target: &str, status: &str, now: DateTime<Utc>) -> Result<(), StoreError>;
 
-    /// Records `key` once until `expires_at` (JWT `jti` replay store); false if present.
-    async fn use_once(&self, key: &str, expires_at: DateTime<Utc>) -> Result<bool, StoreError>;
+    /// Records `key` once until `expires_at` (JWT `jti` replay store); false if present and
+    /// not yet expired at `now` (the caller's clock: a store never reads the wall clock).
+    async fn use_once(&self, key: &str, expires_at: DateTime<Utc>, now: DateTime<Utc>) -> Result<bool, StoreError>;
 
     /// A small named record (markers, heartbeats).
     async fn get_meta(&self, key: &str) -> Result<Option<String>, StoreError>;

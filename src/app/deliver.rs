@@ -81,7 +81,7 @@ impl App {
                 Resolved::Chat(t) => t,
             };
             let key = format!("{}:{}:{}", target.platform, target.chat_id, target.thread_id.as_deref().unwrap_or(""));
-            match self.store.ledger_begin(occ, &key).await {
+            match self.store.ledger_begin(occ, &key, self.clock.now()).await {
                 Ok(true) => {}
                 Ok(false) => {
                     results.push(res("skipped", Some("already delivered for this occurrence".into())));
@@ -95,7 +95,7 @@ impl App {
             let sent = self.delivery.send(&target, text).await;
             crate::app::crash::crash_point("delivery:sent");
             let status = if sent.is_ok() { "sent" } else { "failed" };
-            if let Err(e) = self.store.ledger_finish(occ, &key, status).await {
+            if let Err(e) = self.store.ledger_finish(occ, &key, status, self.clock.now()).await {
                 tracing::warn!(job_id = %job.id, error = %e, "could not update the delivery ledger");
             }
             match sent {

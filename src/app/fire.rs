@@ -98,7 +98,7 @@ impl App {
                     adv.repeat.completed = adv.repeat.completed.saturating_add(1);
                 }
             }
-            let claimed = match self.store.claim_occurrence(&occ, &adv).await {
+            let claimed = match self.store.claim_occurrence(&occ, &adv, self.clock.now()).await {
                 Ok(Claim::Claimed(j)) => *j,
                 Ok(Claim::Duplicate) => return Ok(FireStatus::Duplicate),
                 Err(StoreError::Conflict(_)) => continue,
@@ -132,7 +132,7 @@ impl App {
             let occ = Occurrence::new(&job.id, self.clock.now() + Duration::seconds(bump));
             let mut adv = job.clone();
             adv.last_run_at = Some(self.clock.now());
-            let claimed = match self.store.claim_occurrence(&occ, &adv).await {
+            let claimed = match self.store.claim_occurrence(&occ, &adv, self.clock.now()).await {
                 Ok(Claim::Claimed(j)) => *j,
                 Ok(Claim::Duplicate) => {
                     bump += 1;

@@ -10,7 +10,7 @@ pub async fn jobs_and_provider(home: &Path, cfg: &Loaded, problems: &mut Vec<Str
     let file = home.join(&cfg.settings.cron.jobs_file);
     match std::fs::read_to_string(&file) {
         Err(_) => println!("jobs:     no {} (jobs come from the API, CLI and chat)", file.display()),
-        Ok(text) => match jobfile::parse_file(&text, &file.display().to_string(), chrono::Utc::now(), cfg.tz) {
+        Ok(text) => match jobfile::parse_file(&text, &file.display().to_string(), crate::runtime::clock(cfg).now(), cfg.tz) {
             Err(e) => problems.push(e.to_string()),
             Ok(specs) => {
                 println!("jobs:     {} declared in {}", specs.len(), file.display());

@@ -11,7 +11,7 @@
 
 use crate::config::EventBridgeSettings;
 use crate::core::job::Job;
-use crate::ports::{ReconcileReport, TimerError, Timers};
+use crate::ports::{Clock, ReconcileReport, TimerError, Timers};
 use async_trait::async_trait;
 use aws_sdk_scheduler::Client;
 use aws_sdk_scheduler::config::http::HttpResponse;
@@ -19,7 +19,7 @@ use aws_sdk_scheduler::error::{DisplayErrorContext, ProvideErrorMetadata, SdkErr
 use aws_sdk_scheduler::types::{ActionAfterCompletion, FlexibleTimeWindow, FlexibleTimeWindowMode, Target};
 use chrono::{DateTime, NaiveDateTime, Utc};
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::OnceCell;
 
@@ -98,6 +98,8 @@ pub struct EventBridgeTimers {
     target_arn: String,
     role_arn: String,
     endpoint: Option<String>,
+    /// The program's clock: `at()` never lies before "now" as the rest of the program sees it.
+    clock: Arc<dyn Clock>,
     /// Built on first use (loading AWS config is async; `build_app` is not).
     client: OnceCell<Client>,
     /// Set once the group is known to exist.
@@ -107,20 +109,21 @@ pub struct EventBridgeTimers {
 impl EventBridgeTimers {
     /// From settings. `endpoint` overrides the Scheduler endpoint (tests); without it the
     /// standard AWS configuration applies, including `AWS_ENDPOINT_URL_SCHEDULER`.
-    pub fn new(settings: &EventBridgeSettings, endpoint: Option<String>) -> Self {
+    pub fn new(settings: &EventBridgeSettings, endpoint: Option<String>, clock: Arc<dyn Clock>) -> Self {
         Self {
             group: settings.group.clone(),
             target_arn: settings.target_arn.clone(),
             role_arn: settings.role_arn.clone(),
             endpoint,
+            clock,
             client: OnceCell::new(),
             group_ready: OnceCell::new(),
         }
     }
 
     /// With a ready client (tests).
-    pub fn with_client(settings: &EventBridgeSettings, client: Client) -> Self {
-        Self { client: OnceCell::new_with(Some(client)), ..Self::new(settings, None) }
+    pub fn with_client(settings: &EventBridgeSettings, client: Client, clock: Arc<dyn Clock>) -> Self {
+        Self { client: OnceCell::new_with(Some(client)), ..Self::new(settings, None, clock) }
     }
 
     async fn client(&self) -> &Client {
@@ -183,12 +186,11 @@ impl EventBridgeTimers {
         let target =
             Target::builder().arn(self.target()?).role_arn(&self.role_arn).input(fire_input(job_id, fire_at)).build().map_err(refused)?;
         let window = FlexibleTimeWindow::builder().mode(FlexibleTimeWindowMode::Off).build().map_err(refused)?;
-        // The adapter talks to a real-world service, so "now" is the wall clock, not the app's.
         let res = c
             .create_schedule()
             .name(schedule_name(job_id, fire_at))
             .group_name(&self.group)
-            .schedule_expression(at_expression(fire_at, Utc::now()))
+            .schedule_expression(at_expression(fire_at, self.clock.now()))
             .schedule_expression_timezone("UTC")
             .flexible_time_window(window)
             .action_after_completion(ActionAfterCompletion::Delete)

@@ -156,7 +156,7 @@ impl FireVerifier {
         if let Some(jti) = claims.get("jti").and_then(Value::as_str) {
             let exp = claims["exp"].as_i64().unwrap_or_default() + LEEWAY_SECS;
             let until = DateTime::from_timestamp(exp, 0).unwrap_or(now);
-            if !store.use_once(&format!("jti:{jti}"), until).await.map_err(|e| format!("jti store: {e}"))? {
+            if !store.use_once(&format!("jti:{jti}"), until, now).await.map_err(|e| format!("jti store: {e}"))? {
                 return Err("replayed jti".into());
             }
         }

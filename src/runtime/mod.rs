@@ -76,7 +76,8 @@ pub fn clock(cfg: &Loaded) -> Arc<dyn Clock> {
 }
 
 /// The timer provider chosen by `cron.provider` (see `config::provider::choose`).
-pub fn timers(cfg: &Loaded) -> Arc<dyn Timers> {
+#[cfg_attr(not(feature = "aws"), expect(unused_variables, reason = "only EventBridge reads the clock"))]
+pub fn timers(cfg: &Loaded, clock: &Arc<dyn Clock>) -> Arc<dyn Timers> {
     let choice = crate::config::provider::choose(cfg, std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some());
     match choice.provider {
         "chronos" => {
@@ -87,7 +88,7 @@ pub fn timers(cfg: &Loaded) -> Arc<dyn Timers> {
             }
         }
         #[cfg(feature = "aws")]
-        "eventbridge" => Arc::new(crate::clients::eventbridge::EventBridgeTimers::new(&cfg.settings.cron.eventbridge, None)),
+        "eventbridge" => Arc::new(crate::clients::eventbridge::EventBridgeTimers::new(&cfg.settings.cron.eventbridge, None, clock.clone())),
         _ => Arc::new(PollingTimers),
     }
 }
@@ -98,6 +99,6 @@ pub async fn build_app(home: &Path, cfg: Loaded) -> Result<App, StartError> {
     let llm = crate::clients::llm::from_config(&cfg);
     let delivery = Arc::new(PlatformDelivery::from_config(&cfg));
     let clock = clock(&cfg);
-    let timers = timers(&cfg);
+    let timers = timers(&cfg, &clock);
     Ok(App { cfg: Arc::new(cfg), home: home.to_path_buf(), store, llm, delivery, clock, live: Arc::default(), timers })
 }

@@ -86,11 +86,11 @@ async fn claims_are_never_readmitted(s: Arc<dyn Store>) {
     let occ = Occurrence::new("j", at);
     let mut adv = j.clone();
     adv.next_run_at = Some(at + chrono::Duration::hours(1));
-    let Claim::Claimed(written) = s.claim_occurrence(&occ, &adv).await.unwrap() else { panic!("first claim") };
+    let Claim::Claimed(written) = s.claim_occurrence(&occ, &adv, at).await.unwrap() else { panic!("first claim") };
     assert_eq!(written.version, 2);
     assert_eq!(s.claim_status(&occ).await.unwrap().as_deref(), Some("claimed"));
     // Retried with the new version, after a failure, or from a stale copy: still duplicate.
-    assert!(matches!(s.claim_occurrence(&occ, &written).await.unwrap(), Claim::Duplicate));
+    assert!(matches!(s.claim_occurrence(&occ, &written, at).await.unwrap(), Claim::Duplicate));
     let run = RunRecord {
         run_id: "r1".into(),
         job_id: "j".into(),
@@ -106,10 +106,10 @@ async fn claims_are_never_readmitted(s: Arc<dyn Store>) {
     };
     s.finish_run(&run, 50).await.unwrap();
     assert_eq!(s.claim_status(&occ).await.unwrap().as_deref(), Some("error"));
-    assert!(matches!(s.claim_occurrence(&occ, &written).await.unwrap(), Claim::Duplicate));
+    assert!(matches!(s.claim_occurrence(&occ, &written, at).await.unwrap(), Claim::Duplicate));
     // A lost job CAS leaves no claim behind.
     let occ2 = Occurrence::new("j", at + chrono::Duration::hours(1));
-    assert!(matches!(s.claim_occurrence(&occ2, &adv).await, Err(StoreError::Conflict(_))));
+    assert!(matches!(s.claim_occurrence(&occ2, &adv, at).await, Err(StoreError::Conflict(_))));
     assert_eq!(s.claim_status(&occ2).await.unwrap(), None);
 }
 
@@ -134,13 +134,18 @@ async fn runs_ledger_and_once(s: Arc<dyn Store>) {
     let runs = s.list_runs("k", 10).await.unwrap();
     assert_eq!(runs.iter().map(|r| r.run_id.as_str()).collect::<Vec<_>>(), ["r4", "r3", "r2"]);
     let occ = Occurrence::new("k", at);
-    assert!(s.ledger_begin(&occ, "telegram:1").await.unwrap());
-    assert!(!s.ledger_begin(&occ, "telegram:1").await.unwrap());
-    assert!(s.ledger_begin(&occ, "discord:2").await.unwrap());
-    s.ledger_finish(&occ, "telegram:1", "sent").await.unwrap();
-    let far = Utc::now() + chrono::Duration::hours(1);
-    assert!(s.use_once("jti-1", far).await.unwrap());
-    assert!(!s.use_once("jti-1", far).await.unwrap());
+    assert!(s.ledger_begin(&occ, "telegram:1", at).await.unwrap());
+    assert!(!s.ledger_begin(&occ, "telegram:1", at).await.unwrap());
+    assert!(s.ledger_begin(&occ, "discord:2", at).await.unwrap());
+    s.ledger_finish(&occ, "telegram:1", "sent", at).await.unwrap();
+    // Expiry is judged by the caller's clock only: the same key is refused until then,
+    // whatever the wall clock says, and accepted again once `now` has passed it.
+    let until = at + chrono::Duration::minutes(2);
+    assert!(s.use_once("jti-1", until, at).await.unwrap());
+    assert!(!s.use_once("jti-1", until, at).await.unwrap());
+    assert!(!s.use_once("jti-1", until, until).await.unwrap(), "still live at its expiry instant");
+    let later = until + chrono::Duration::seconds(1);
+    assert!(s.use_once("jti-1", later + chrono::Duration::minutes(2), later).await.unwrap(), "expired keys are free again");
 }
 
 /// Many concurrent claimers (through two handles) of one occurrence: exactly one wins.
@@ -153,7 +158,7 @@ pub async fn claim_race(a: Arc<dyn Store>, b: Arc<dyn Store>) {
         let mut adv = j.clone();
         adv.next_run_at = Some(at + chrono::Duration::hours(1));
         tasks.push(tokio::spawn(async move {
-            match s.claim_occurrence(&Occurrence::new("race", at), &adv).await {
+            match s.claim_occurrence(&Occurrence::new("race", at), &adv, at).await {
                 Ok(Claim::Claimed(_)) => 1,
                 Ok(Claim::Duplicate) | Err(StoreError::Conflict(_)) => 0,
                 Err(e) => panic!("{e}"),

@@ -390,9 +390,9 @@ impl Store for SqliteStore {
         self.with(move |c| jobs::list(c, Some(ms(now)), limit)).await
     }
 
-    async fn claim_occurrence(&self, occ: &Occurrence, job: &Job) -> Result<Claim, StoreError> {
+    async fn claim_occurrence(&self, occ: &Occurrence, job: &Job, now: DateTime<Utc>) -> Result<Claim, StoreError> {
         let (occ, job) = (occ.clone(), job.clone());
-        self.with(move |c| jobs::claim(c, &occ, &job, Utc::now())).await
+        self.with(move |c| jobs::claim(c, &occ, &job, now)).await
     }
 
     async fn claim_status(&self, occ: &Occurrence) -> Result<Option<String>, StoreError> {
@@ -410,19 +410,19 @@ impl Store for SqliteStore {
         self.with(move |c| jobs::list_runs(c, &id, limit)).await
     }
 
-    async fn ledger_begin(&self, occ: &Occurrence, target: &str) -> Result<bool, StoreError> {
+    async fn ledger_begin(&self, occ: &Occurrence, target: &str, now: DateTime<Utc>) -> Result<bool, StoreError> {
         let (occ, target) = (occ.clone(), target.to_string());
-        self.with(move |c| jobs::ledger_begin(c, &occ, &target, Utc::now())).await
+        self.with(move |c| jobs::ledger_begin(c, &occ, &target, now)).await
     }
 
-    async fn ledger_finish(&self, occ: &Occurrence, target: &str, status: &str) -> Result<(), StoreError> {
+    async fn ledger_finish(&self, occ: &Occurrence, target: &str, status: &str, now: DateTime<Utc>) -> Result<(), StoreError> {
         let (occ, target, status) = (occ.clone(), target.to_string(), status.to_string());
-        self.with(move |c| jobs::ledger_finish(c, &occ, &target, &status, Utc::now())).await
+        self.with(move |c| jobs::ledger_finish(c, &occ, &target, &status, now)).await
     }
 
-    async fn use_once(&self, key: &str, expires_at: DateTime<Utc>) -> Result<bool, StoreError> {
+    async fn use_once(&self, key: &str, expires_at: DateTime<Utc>, now: DateTime<Utc>) -> Result<bool, StoreError> {
         let key = key.to_string();
-        self.with(move |c| jobs::use_once(c, &key, expires_at, Utc::now())).await
+        self.with(move |c| jobs::use_once(c, &key, expires_at, now)).await
     }
 
     async fn get_meta(&self, key: &str) -> Result<Option<String>, StoreError> {

@@ -27,6 +27,11 @@ fn settings(group: &str, role: &str) -> EventBridgeSettings {
 }
 
 /// A future instant on a whole second (so `at()` is not clamped to now + 60 s).
+/// These tests talk to moto, which runs on the machine's clock: so do they.
+fn wall() -> std::sync::Arc<dyn crate::ports::Clock> {
+    std::sync::Arc::new(crate::ports::SystemClock)
+}
+
 fn future(hours: i64) -> DateTime<Utc> {
     let t = Utc::now() + chrono::Duration::hours(hours);
     DateTime::from_timestamp(t.timestamp(), 0).unwrap()
@@ -55,7 +60,7 @@ fn client(endpoint: &str) -> Client {
 fn adapter(endpoint: &str) -> (EventBridgeTimers, Client, String) {
     let group = format!("hz-test-{:08x}", rand::random::<u32>());
     let c = client(endpoint);
-    (EventBridgeTimers::with_client(&settings(&group, ROLE), c.clone()), c, group)
+    (EventBridgeTimers::with_client(&settings(&group, ROLE), c.clone(), wall()), c, group)
 }
 
 async fn names(c: &Client, group: &str) -> Vec<String> {
@@ -95,7 +100,7 @@ fn expression_and_input() {
 #[tokio::test]
 async fn missing_role_is_refused_without_calling_aws() {
     // Unroutable endpoint: a network call would fail as Unavailable, not Refused.
-    let t = EventBridgeTimers::with_client(&settings("g", ""), client("http://127.0.0.1:9"));
+    let t = EventBridgeTimers::with_client(&settings("g", ""), client("http://127.0.0.1:9"), wall());
     let err = t.arm(&job("j1", Some(future(1)))).await.unwrap_err();
     assert!(matches!(err, TimerError::Refused(ref m) if m.contains("role_arn")), "{err}");
 }

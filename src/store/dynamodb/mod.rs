@@ -270,8 +270,8 @@ impl Store for DynamoStore {
         jobs::due(self, now, limit).await
     }
 
-    async fn claim_occurrence(&self, occ: &Occurrence, job: &Job) -> Result<Claim, StoreError> {
-        jobs::claim(self, occ, job, Utc::now()).await
+    async fn claim_occurrence(&self, occ: &Occurrence, job: &Job, now: DateTime<Utc>) -> Result<Claim, StoreError> {
+        jobs::claim(self, occ, job, now).await
     }
 
     async fn claim_status(&self, occ: &Occurrence) -> Result<Option<String>, StoreError> {
@@ -286,16 +286,16 @@ impl Store for DynamoStore {
         jobs::list_runs(self, job_id, limit).await
     }
 
-    async fn ledger_begin(&self, occ: &Occurrence, target: &str) -> Result<bool, StoreError> {
-        ledger::ledger_begin(self, occ, target, Utc::now()).await
+    async fn ledger_begin(&self, occ: &Occurrence, target: &str, now: DateTime<Utc>) -> Result<bool, StoreError> {
+        ledger::ledger_begin(self, occ, target, now).await
     }
 
-    async fn ledger_finish(&self, occ: &Occurrence, target: &str, status: &str) -> Result<(), StoreError> {
-        ledger::ledger_finish(self, occ, target, status, Utc::now()).await
+    async fn ledger_finish(&self, occ: &Occurrence, target: &str, status: &str, now: DateTime<Utc>) -> Result<(), StoreError> {
+        ledger::ledger_finish(self, occ, target, status, now).await
     }
 
-    async fn use_once(&self, key: &str, expires_at: DateTime<Utc>) -> Result<bool, StoreError> {
-        ledger::use_once(self, key, expires_at, Utc::now()).await
+    async fn use_once(&self, key: &str, expires_at: DateTime<Utc>, now: DateTime<Utc>) -> Result<bool, StoreError> {
+        ledger::use_once(self, key, expires_at, now).await
     }
 
     async fn get_meta(&self, key: &str) -> Result<Option<String>, StoreError> {

@@ -77,7 +77,7 @@ pub(super) async fn push(
         }
         let mut tx = Tx::default();
         if let Some(d) = dedupe {
-            plan_inbound(st, &mut tx, d)?;
+            plan_inbound(st, &mut tx, d, item.at)?;
         }
         tx.put(&st.table, Part::QueueHead, head_item(k, h.head, h.tail + 1), Some(h.unchanged()))?;
         let mut it = key(key_pk(k), qitem_sk(h.tail));

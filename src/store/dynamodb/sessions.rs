@@ -86,7 +86,7 @@ pub(super) async fn put_entry(st: &DynamoStore, entry: &SessionEntry, changes: &
         let mut tx = Tx::default();
         let cond = if entry.version == 0 { Cond::absent() } else { Cond::new("#version = :v").val(":v", n(entry.version)) };
         tx.put(&st.table, Part::Entry, entry_item(&next)?, Some(cond))?;
-        plan_changes(st, &mut tx, changes).await?;
+        plan_changes(st, &mut tx, changes, entry.updated_at).await?;
         match st.transact(tx).await? {
             Outcome::Done => return Ok(next),
             // Same precedence as SQLite: the entry's version is checked first.
@@ -116,7 +116,12 @@ struct RecordPlan {
 
 /// Folds `changes` into `tx`. Several changes of one record (or one transcript) become one
 /// item: a transaction may touch each item only once.
-async fn plan_changes(st: &DynamoStore, tx: &mut Tx, changes: &[SessionChange]) -> Result<(), StoreError> {
+async fn plan_changes(
+    st: &DynamoStore,
+    tx: &mut Tx,
+    changes: &[SessionChange],
+    at: chrono::DateTime<chrono::Utc>,
+) -> Result<(), StoreError> {
     let mut records: Vec<RecordPlan> = Vec::new();
     let mut appends: Vec<(&SessionId, Vec<Message>)> = Vec::new();
     let mut inbound: Vec<&InboundId> = Vec::new();
@@ -151,7 +156,7 @@ async fn plan_changes(st: &DynamoStore, tx: &mut Tx, changes: &[SessionChange]) 
                     return Err(StoreError::DuplicateInbound);
                 }
                 inbound.push(d);
-                plan_inbound(st, tx, d)?;
+                plan_inbound(st, tx, d, at)?;
             }
         }
     }

@@ -10,18 +10,18 @@ use crate::core::ids::SessionId;
 use crate::core::session::Message;
 use crate::ports::{Appended, InboundId, StoreError};
 use crate::store::encode;
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 
-/// The inbound-seen marker of `d`.
-pub(super) fn inbound_item(d: &InboundId) -> Item {
+/// The inbound-seen marker of `d`, stamped `at` (the message's time, as in SQLite).
+pub(super) fn inbound_item(d: &InboundId, at: DateTime<Utc>) -> Item {
     let mut it = inbound_key(d);
-    it.insert("seen_at".into(), n(ms(Utc::now())));
+    it.insert("seen_at".into(), n(ms(at)));
     it
 }
 
 /// Adds to `tx` the inbound marker of `d`; it fails the write if `d` was seen before.
-pub(super) fn plan_inbound(st: &DynamoStore, tx: &mut Tx, d: &InboundId) -> Result<(), StoreError> {
-    tx.put(&st.table, Part::Inbound, inbound_item(d), Some(Cond::absent()))
+pub(super) fn plan_inbound(st: &DynamoStore, tx: &mut Tx, d: &InboundId, at: DateTime<Utc>) -> Result<(), StoreError> {
+    tx.put(&st.table, Part::Inbound, inbound_item(d, at), Some(Cond::absent()))
 }
 
 /// Adds to `tx` the messages `msgs` after the transcript's current end, and the counter's
@@ -53,7 +53,7 @@ pub(super) async fn append(st: &DynamoStore, id: &SessionId, msgs: &[Message], d
     for attempt in 0..ATTEMPTS {
         let mut tx = Tx::default();
         if let Some(d) = dedupe {
-            plan_inbound(st, &mut tx, d)?;
+            plan_inbound(st, &mut tx, d, msgs.first().map_or(DateTime::UNIX_EPOCH, |m| m.at))?;
         }
         plan_append(st, &mut tx, id, msgs).await?;
         match st.transact(tx).await? {
