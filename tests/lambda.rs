@@ -109,6 +109,11 @@ impl Function {
             .env("RUST_LOG", std::env::var("HZ_TEST_LOG").unwrap_or_else(|_| "warn".into()))
             .stdout(Stdio::null())
             .stderr(Stdio::inherit());
+        // A shifted-clock run (scripts/test.sh, faketime) keeps the function on the same clock
+        // as the test and the fake Runtime API.
+        for (k, v) in std::env::vars().filter(|(k, _)| k == "LD_PRELOAD" || k.starts_with("FAKETIME")) {
+            cmd.env(k, v);
+        }
         for (k, v) in envs {
             cmd.env(k, v);
         }

@@ -1,13 +1,13 @@
 //! Session commands (SPEC §1.3): handled even while a turn runs, never sent to the model.
 
+use crate::app::cas::retry_cas;
 use crate::app::inbound::{Inbound, Outcome};
-use crate::app::turns::CAS_RETRIES;
 use crate::app::{App, AppError};
 use crate::core::commands::{Cmd, HELP};
 use crate::core::ids::{SessionId, SessionKey};
 use crate::core::queue::{self, Route};
 use crate::core::reset;
-use crate::ports::{InboundId, SessionChange, StoreError};
+use crate::ports::{InboundId, SessionChange};
 
 impl App {
     /// Runs a command and replies to the origin (and in the outcome).
@@ -77,7 +77,7 @@ impl App {
     }
 
     async fn cmd_stop(&self, key: &SessionKey) -> Result<String, AppError> {
-        for _ in 0..CAS_RETRIES {
+        retry_cas(|| async move {
             let Some(mut e) = self.store.get_entry(key).await? else { return Ok("Nothing is running.".into()) };
             let running = e.lease_live(self.clock.now());
             if !running && e.pending.is_empty() {
@@ -85,15 +85,10 @@ impl App {
             }
             e.pending.clear();
             e.interrupt_requested = running;
-            match self.store.put_entry(&e, &[]).await {
-                Ok(_) => {
-                    return Ok(if running { "⏹ Stopping the current task…".into() } else { "Cleared the pending message.".into() });
-                }
-                Err(StoreError::Conflict(_)) => continue,
-                Err(err) => return Err(err.into()),
-            }
-        }
-        Err(AppError::Contended)
+            self.store.put_entry(&e, &[]).await?;
+            Ok(if running { "⏹ Stopping the current task…".into() } else { "Cleared the pending message.".into() })
+        })
+        .await
     }
 
     async fn cmd_status(&self, key: &SessionKey) -> Result<String, AppError> {
@@ -102,7 +97,7 @@ impl App {
         let msgs = self.store.count_messages(&e.session_id).await?;
         let queued = self.store.queue_list(key).await?.len();
         let started = self.store.get_session(&e.session_id).await?.map_or(e.created_at, |r| r.started_at);
-        let p = reset::policy_for(&self.cfg.settings, &e.origin.platform, e.origin.chat_type);
+        let p = self.cfg.settings.reset_rules().policy_for(&e.origin.platform, e.origin.chat_type);
         let policy = match p.mode {
             crate::config::ResetMode::None => "never (manual /new only)".to_string(),
             crate::config::ResetMode::Idle => format!("after {} min idle", p.idle_minutes),
@@ -144,9 +139,10 @@ impl App {
             Some(r) if &r.session_key == key => {}
             _ => return Ok(format!("No session {id} in this chat. Use /resume to list them.")),
         }
-        for _ in 0..CAS_RETRIES {
+        let (id, target) = (&id, &target);
+        retry_cas(|| async move {
             let Some(mut e) = self.store.get_entry(key).await? else { return Ok("No session yet.".into()) };
-            if e.session_id == target {
+            if e.session_id == *target {
                 return Ok(format!("Already in session {id}."));
             }
             let now = self.clock.now();
@@ -157,16 +153,11 @@ impl App {
             e.session_id = target.clone();
             e.updated_at = now;
             e.interrupt_requested = e.lease.is_some();
-            match self.store.put_entry(&e, &changes).await {
-                Ok(_) => {
-                    let n = self.store.count_messages(&target).await?;
-                    return Ok(format!("↩ Resumed session {id} ({n} messages)."));
-                }
-                Err(StoreError::Conflict(_)) => continue,
-                Err(err) => return Err(err.into()),
-            }
-        }
-        Err(AppError::Contended)
+            self.store.put_entry(&e, &changes).await?;
+            let n = self.store.count_messages(target).await?;
+            Ok(format!("↩ Resumed session {id} ({n} messages)."))
+        })
+        .await
     }
 
     /// Extra `/status` lines from other capabilities (scheduled jobs for this chat).

@@ -3,12 +3,13 @@
 //! conditional write → arm the next timer → run → deliver → record.
 
 use crate::app::agent::{self, TurnSpec};
-use crate::app::turns::{CAS_RETRIES, TURN_BUDGET_SECS};
+use crate::app::cas::{again, retry_cas};
+use crate::app::turns::TURN_BUDGET_SECS;
 use crate::app::{App, AppError, tools};
 use crate::core::ids::SessionId;
-use crate::core::job::{Decision, Job, JobState, Occurrence, RunRecord, RunStatus, RunningMark, decide};
+use crate::core::job::{Decision, Job, JobState, Occurrence, RunOutcome, RunRecord, RunStatus, decide};
 use crate::core::session::{Message, Role};
-use crate::ports::{Claim, StoreError};
+use crate::ports::Claim;
 use chrono::{DateTime, Duration, Utc};
 
 /// How early an external timer may fire and still count (clock skew).
@@ -48,104 +49,104 @@ pub fn is_silent(answer: &str) -> bool {
     t == "[SILENT]" || first == Some("[SILENT]") || last == Some("[SILENT]")
 }
 
+/// An occurrence this process claimed, with what the claim decided.
+struct Claimed {
+    job: Job,
+    occ: Occurrence,
+    decision: Decision,
+}
+
+/// One claim attempt's result: an answer already (gone, duplicate, stale), or the claim.
+enum Step {
+    Done(FireStatus),
+    Claimed(Box<Claimed>),
+}
+
 impl App {
     /// Fires the occurrence `fire_at` (default: the job's `next_run_at`) of a job.
     #[tracing::instrument(skip(self), fields(occurrence))]
     pub async fn fire(&self, job_id: &str, fire_at: Option<DateTime<Utc>>, trigger: &str) -> Result<FireStatus, AppError> {
-        for _ in 0..CAS_RETRIES {
-            let Some(job) = self.store.get_job(job_id).await? else { return Ok(FireStatus::Gone) };
-            if !job.enabled || !matches!(job.state, JobState::Scheduled | JobState::Running) {
-                return Ok(FireStatus::Gone);
-            }
-            let Some(at) = fire_at.or(job.next_run_at) else { return Ok(FireStatus::Gone) };
-            let occ = Occurrence::new(&job.id, at);
-            tracing::Span::current().record("occurrence", occ.key());
-            let current = job.next_run_at.map(|n| Occurrence::new(&job.id, n).fire_at);
-            if current != Some(occ.fire_at) {
-                if self.store.claim_status(&occ).await?.is_some() {
-                    return Ok(FireStatus::Duplicate);
-                }
-                self.rearm(&job).await;
-                return Ok(FireStatus::Stale { next: job.next_run_at });
-            }
-            let now = self.clock.now();
-            let tz = job.tz(self.cfg.tz);
-            let effective_now =
-                if occ.fire_at > now && occ.fire_at - now <= Duration::seconds(EARLY_TOLERANCE_SECS) { occ.fire_at } else { now };
-            let decision = decide(&job, occ.fire_at, effective_now, tz);
-            let mut adv = job.clone();
-            adv.last_run_at = Some(now);
-            match &decision {
-                Decision::NotDue => {
-                    self.rearm(&job).await;
-                    return Ok(FireStatus::Stale { next: job.next_run_at });
-                }
-                Decision::Missed => {
-                    adv.state = JobState::Completed;
-                    adv.completed_at = Some(now);
-                    adv.next_run_at = None;
-                    adv.last_status = Some(RunStatus::Missed);
-                    adv.last_error =
-                        Some(format!("missed: the one-shot was due at {} and the agent was not awake within 120 s", occ.fire_at));
-                }
-                Decision::Run { next, late } => {
-                    if *late {
-                        tracing::warn!(job_id = %job.id, "late occurrence: running once, skipping the backlog");
-                    }
-                    adv.next_run_at = *next;
-                    adv.state = JobState::Running;
-                    adv.running = Some(RunningMark { owner: self.live.owner.clone(), fire_at: occ.fire_at, started_at: now });
-                    adv.repeat.completed = adv.repeat.completed.saturating_add(1);
-                }
-            }
-            let claimed = match self.store.claim_occurrence(&occ, &adv, self.clock.now()).await {
-                Ok(Claim::Claimed(j)) => *j,
-                Ok(Claim::Duplicate) => return Ok(FireStatus::Duplicate),
-                Err(StoreError::Conflict(_)) => continue,
-                Err(e) => return Err(e.into()),
-            };
-            crate::app::crash::crash_point("fire:claimed");
-            // Arm the next timer before running, so a crash mid-run skips at most this one.
-            self.rearm(&claimed).await;
-            crate::app::crash::crash_point("fire:armed");
-            let run = match decision {
-                Decision::Missed => self.record_missed(&claimed, &occ, trigger).await,
-                _ => self.run_job(&claimed, &occ, trigger).await,
-            };
-            crate::app::crash::crash_point("fire:ran");
-            let next = self.finalize(&claimed, &run).await?;
-            if self.timers.name() != "builtin" {
-                let _ = self.reconcile_timers().await;
-            }
-            return Ok(FireStatus::Ran { run: Box::new(run), next });
+        let Claimed { job: claimed, occ, decision } = match retry_cas(|| self.claim_due(job_id, fire_at)).await? {
+            Step::Done(status) => return Ok(status),
+            Step::Claimed(c) => *c,
+        };
+        crate::app::crash::crash_point("fire:claimed");
+        // Arm the next timer before running, so a crash mid-run skips at most this one.
+        self.rearm(&claimed).await;
+        crate::app::crash::crash_point("fire:armed");
+        let run = match decision {
+            Decision::Missed => self.record_missed(&claimed, &occ, trigger).await,
+            _ => self.run_job(&claimed, &occ, trigger).await,
+        };
+        crate::app::crash::crash_point("fire:ran");
+        let next = self.finalize(&claimed, &run).await?;
+        if self.timers.name() != "builtin" {
+            let _ = self.reconcile_timers().await;
         }
-        Err(AppError::Contended)
+        Ok(FireStatus::Ran { run: Box::new(run), next })
+    }
+
+    /// One attempt at the claim of an occurrence: decides what is due and claims it together
+    /// with the job's advanced state. A lost job write comes back as `Conflict` (retried).
+    async fn claim_due(&self, job_id: &str, fire_at: Option<DateTime<Utc>>) -> Result<Step, AppError> {
+        let Some(job) = self.store.get_job(job_id).await? else { return Ok(Step::Done(FireStatus::Gone)) };
+        if !job.enabled || !matches!(job.state, JobState::Scheduled | JobState::Running) {
+            return Ok(Step::Done(FireStatus::Gone));
+        }
+        let Some(at) = fire_at.or(job.next_run_at) else { return Ok(Step::Done(FireStatus::Gone)) };
+        let occ = Occurrence::new(&job.id, at);
+        tracing::Span::current().record("occurrence", occ.key());
+        let current = job.next_run_at.map(|n| Occurrence::new(&job.id, n).fire_at);
+        if current != Some(occ.fire_at) {
+            if self.store.claim_status(&occ).await?.is_some() {
+                return Ok(Step::Done(FireStatus::Duplicate));
+            }
+            self.rearm(&job).await;
+            return Ok(Step::Done(FireStatus::Stale { next: job.next_run_at }));
+        }
+        let now = self.clock.now();
+        let tz = job.tz(self.cfg.tz);
+        let effective_now =
+            if occ.fire_at > now && occ.fire_at - now <= Duration::seconds(EARLY_TOLERANCE_SECS) { occ.fire_at } else { now };
+        let decision = decide(&job, occ.fire_at, effective_now, tz);
+        match &decision {
+            Decision::NotDue => {
+                self.rearm(&job).await;
+                return Ok(Step::Done(FireStatus::Stale { next: job.next_run_at }));
+            }
+            Decision::Run { late: true, .. } => tracing::warn!(job_id = %job.id, "late occurrence: running once, skipping the backlog"),
+            _ => {}
+        }
+        let adv = job.advance(&decision, occ.fire_at, &self.live.owner, now);
+        Ok(match self.store.claim_occurrence(&occ, &adv, now).await? {
+            Claim::Claimed(j) => Step::Claimed(Box::new(Claimed { job: *j, occ, decision })),
+            Claim::Duplicate => Step::Done(FireStatus::Duplicate),
+        })
     }
 
     /// Runs a job now (manual `run`): its own occurrence at the current second, through the
     /// same claim; the schedule is not advanced. A second manual run within the same second
     /// takes the next free second (each manual run is its own occurrence).
     pub async fn run_now(&self, job_id: &str) -> Result<FireStatus, AppError> {
-        let mut bump = 0;
-        for _ in 0..CAS_RETRIES {
+        let bump = std::sync::atomic::AtomicI64::new(0);
+        let (claimed, occ) = retry_cas(|| async {
             let Some(job) = self.store.get_job(job_id).await? else { return Err(AppError::NotFound(format!("no job `{job_id}`"))) };
-            let occ = Occurrence::new(&job.id, self.clock.now() + Duration::seconds(bump));
+            let now = self.clock.now();
+            let occ = Occurrence::new(&job.id, now + Duration::seconds(bump.load(std::sync::atomic::Ordering::Relaxed)));
             let mut adv = job.clone();
-            adv.last_run_at = Some(self.clock.now());
-            let claimed = match self.store.claim_occurrence(&occ, &adv, self.clock.now()).await {
-                Ok(Claim::Claimed(j)) => *j,
-                Ok(Claim::Duplicate) => {
-                    bump += 1;
-                    continue;
+            adv.last_run_at = Some(now);
+            match self.store.claim_occurrence(&occ, &adv, now).await? {
+                Claim::Claimed(j) => Ok((*j, occ)),
+                Claim::Duplicate => {
+                    bump.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    again()
                 }
-                Err(StoreError::Conflict(_)) => continue,
-                Err(e) => return Err(e.into()),
-            };
-            let run = self.run_job(&claimed, &occ, "manual").await;
-            let next = self.finalize(&claimed, &run).await?;
-            return Ok(FireStatus::Ran { run: Box::new(run), next });
-        }
-        Err(AppError::Contended)
+            }
+        })
+        .await?;
+        let run = self.run_job(&claimed, &occ, "manual").await;
+        let next = self.finalize(&claimed, &run).await?;
+        Ok(FireStatus::Ran { run: Box::new(run), next })
     }
 
     async fn record_missed(&self, job: &Job, occ: &Occurrence, trigger: &str) -> RunRecord {
@@ -159,7 +160,7 @@ impl App {
             trigger: trigger.into(),
             started_at: now,
             finished_at: Some(now),
-            status: "missed".into(),
+            status: RunOutcome::Missed,
             output: text,
             error: job.last_error.clone(),
             deliveries,
@@ -191,7 +192,7 @@ impl App {
             trigger: trigger.into(),
             started_at: started,
             finished_at: None,
-            status: "ok".into(),
+            status: RunOutcome::Ok,
             output: String::new(),
             error: None,
             deliveries: vec![],
@@ -234,7 +235,7 @@ impl App {
             }
             Err(e) => {
                 tracing::error!(job_id = %job.id, error = %e, "job run failed");
-                rec.status = "error".into();
+                rec.status = RunOutcome::Error;
                 rec.error = Some(e.clone());
                 let line: String = e.lines().next().unwrap_or_default().chars().take(300).collect();
                 Some(format!("⚠️ Scheduled job '{}' failed: {line}", job.name))
@@ -242,8 +243,8 @@ impl App {
         };
         if let Some(text) = text {
             rec.deliveries = self.deliver_job_output(job, occ, &text).await;
-            if rec.status == "ok" && rec.deliveries.iter().any(|d| d.status == "failed") {
-                rec.status = "delivery_failed".into();
+            if rec.status == RunOutcome::Ok && rec.deliveries.iter().any(|d| d.status == "failed") {
+                rec.status = RunOutcome::DeliveryFailed;
             }
         }
         rec.finished_at = Some(self.clock.now());
@@ -252,36 +253,25 @@ impl App {
 
     /// Records the run on the job (status, state) and its claim; returns the next occurrence.
     async fn finalize(&self, claimed: &Job, run: &RunRecord) -> Result<Option<DateTime<Utc>>, AppError> {
-        let status = match run.status.as_str() {
-            "ok" => RunStatus::Ok,
-            "missed" => RunStatus::Missed,
-            "delivery_failed" => RunStatus::DeliveryFailed,
-            _ => RunStatus::Error,
+        let status = run.status.job_status();
+        let error = run.error.clone().or_else(|| run.deliveries.iter().find_map(|d| d.error.clone()));
+        let now = self.clock.now();
+        let written = retry_cas(|| async {
+            let Some(mut j) = self.store.get_job(&claimed.id).await? else { return Ok(claimed.next_run_at) };
+            j.finish(status, error.clone(), now);
+            let j = self.store.put_job(&j).await?;
+            self.rearm(&j).await;
+            Ok(j.next_run_at)
+        })
+        .await;
+        let next = match written {
+            Ok(next) => next,
+            Err(AppError::Contended) => {
+                tracing::warn!(job_id = %claimed.id, "could not record the run on the job (contended); its claim still records it");
+                claimed.next_run_at
+            }
+            Err(e) => return Err(e),
         };
-        let mut next = claimed.next_run_at;
-        for _ in 0..CAS_RETRIES {
-            let Some(mut j) = self.store.get_job(&claimed.id).await? else { break };
-            j.last_status = Some(status);
-            j.running = None;
-            j.last_error = run.error.clone().or_else(|| run.deliveries.iter().find_map(|d| d.error.clone()));
-            if j.state == JobState::Running {
-                if j.next_run_at.is_none() {
-                    j.state = JobState::Completed;
-                    j.completed_at = Some(self.clock.now());
-                } else {
-                    j.state = JobState::Scheduled;
-                }
-            }
-            next = j.next_run_at;
-            match self.store.put_job(&j).await {
-                Ok(j) => {
-                    self.rearm(&j).await;
-                    break;
-                }
-                Err(StoreError::Conflict(_)) => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
         self.store.finish_run(run, self.cfg.settings.cron.output_retention).await?;
         Ok(next)
     }
@@ -318,7 +308,7 @@ impl App {
                 trigger: "recovery".into(),
                 started_at: mark.started_at,
                 finished_at: Some(now),
-                status: "interrupted".into(),
+                status: RunOutcome::Interrupted,
                 output: String::new(),
                 error: j.last_error.clone(),
                 deliveries: vec![],

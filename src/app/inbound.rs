@@ -1,7 +1,7 @@
 //! `handle_inbound`: one chat message from any platform — allow list, commands, dedupe,
 //! the lazy reset check, the turn lease (or the two-level queue when busy), the turn, reply.
 
-use crate::app::turns::CAS_RETRIES;
+use crate::app::cas::{again, retry_cas};
 use crate::app::{App, AppError};
 use crate::core::commands;
 use crate::core::ids::{Origin, SessionId, SessionKey};
@@ -60,6 +60,16 @@ pub const REFUSAL: &str = "⛔ Sorry, this agent is private and you are not on i
 /// Told to senders while `serve` is shutting down (their message is stored).
 pub const RESTARTING: &str = "⚠️ Gateway restarting — your message is saved and will be answered after the restart.";
 
+/// One attempt at a key's turn lease.
+enum Leasing {
+    /// Leased: the entry as written, and the lease token.
+    Leased(Box<SessionEntry>, String),
+    /// A live turn holds it: store the message where the busy rule says.
+    Busy(Box<SessionEntry>, Route),
+    /// The platform message id was seen before: nothing was written.
+    Duplicate,
+}
+
 impl App {
     /// Whether the sender may talk to the agent (SPEC §4: deny by default on chat platforms).
     pub fn is_allowed(&self, origin: &Origin) -> bool {
@@ -110,57 +120,62 @@ impl App {
             let cur = self.load_or_create(&msg.origin, &key).await?;
             return self.store_busy(cur, &msg, dedupe, Route::Fifo, out).await;
         }
-        for _ in 0..CAS_RETRIES {
-            let cur = self.load_or_create(&msg.origin, &key).await?;
-            if let Some(l) = &cur.lease {
-                if self.lease_abandoned(l, false) {
-                    self.mark_interrupted(&key, l).await?;
-                    continue;
-                }
-                let route = queue::route(self.cfg.settings.busy_input_mode, false);
-                return self.store_busy(cur, &msg, dedupe, route, out).await;
+        let (entry, token) = match retry_cas(|| self.try_lease(&msg, &key, dedupe.as_ref())).await? {
+            Leasing::Busy(cur, route) => return self.store_busy(*cur, &msg, dedupe, route, out).await,
+            Leasing::Duplicate => {
+                out.duplicate = true;
+                return Ok(out);
             }
-            let (mut next, mut changes) = self.plan_reset(&cur).await?;
-            let lease = self.new_lease();
-            let token = lease.token.clone();
-            next.lease = Some(lease);
-            next.origin = msg.origin.clone();
-            let mut msgs = crate::app::turns::pending_messages(&mut next);
-            let mut user = Message::text(Role::User, msg.text.clone(), self.clock.now());
-            user.platform_message_id = msg.message_id.clone();
-            msgs.push(user);
-            if let Some(d) = &dedupe {
-                changes.push(SessionChange::Inbound(d.clone()));
+            Leasing::Leased(entry, token) => (*entry, token),
+        };
+        out.session_id = entry.session_id.to_string();
+        crate::app::crash::crash_point("turn:user_stored");
+        self.live.register(&key, &token, &entry.origin);
+        let report = match self.one_turn(&entry).await {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = self.update_leased(&key, &token, &[], |e| e.lease = None).await;
+                self.live.unregister(&key, &token);
+                return Err(e);
             }
-            changes.push(SessionChange::Append { session_id: next.session_id.clone(), messages: msgs });
-            let entry = match self.store.put_entry(&next, &changes).await {
-                Ok(e) => e,
-                Err(StoreError::Conflict(_)) => continue,
-                Err(StoreError::DuplicateInbound) => {
-                    out.duplicate = true;
-                    return Ok(out);
-                }
-                Err(e) => return Err(e.into()),
-            };
-            out.session_id = entry.session_id.to_string();
-            crate::app::crash::crash_point("turn:user_stored");
-            self.live.register(&key, &token, &entry.origin);
-            let report = match self.one_turn(&entry).await {
-                Ok(r) => r,
-                Err(e) => {
-                    let _ = self.update_leased(&key, &token, &[], |e| e.lease = None).await;
-                    self.live.unregister(&key, &token);
-                    return Err(e);
-                }
-            };
-            // Release now when nothing else waits, so the reply leaves with the lease free;
-            // otherwise keep draining in the background.
-            self.continue_or_release(key, token).await?;
-            out.reply = Some(report.reply);
-            out.notices = report.notices;
-            return Ok(out);
+        };
+        // Release now when nothing else waits, so the reply leaves with the lease free;
+        // otherwise keep draining in the background.
+        self.continue_or_release(key, token).await?;
+        out.reply = Some(report.reply);
+        out.notices = report.notices;
+        Ok(out)
+    }
+
+    /// One attempt to take the key's turn lease for `msg`: the message and the pending slot
+    /// go into the transcript in the same write. A busy key answers where the message goes.
+    async fn try_lease(&self, msg: &Inbound, key: &SessionKey, dedupe: Option<&InboundId>) -> Result<Leasing, AppError> {
+        let cur = self.load_or_create(&msg.origin, key).await?;
+        if let Some(l) = &cur.lease {
+            if self.lease_abandoned(l, false) {
+                self.mark_interrupted(key, l).await?;
+                return again();
+            }
+            return Ok(Leasing::Busy(Box::new(cur), queue::route(self.cfg.settings.busy_input_mode, false)));
         }
-        Err(AppError::Contended)
+        let (mut next, mut changes) = self.plan_reset(&cur).await?;
+        let lease = self.new_lease();
+        let token = lease.token.clone();
+        next.lease = Some(lease);
+        next.origin = msg.origin.clone();
+        let mut msgs = crate::app::turns::pending_messages(&mut next);
+        let mut user = Message::text(Role::User, msg.text.clone(), self.clock.now());
+        user.platform_message_id = msg.message_id.clone();
+        msgs.push(user);
+        if let Some(d) = dedupe {
+            changes.push(SessionChange::Inbound(d.clone()));
+        }
+        changes.push(SessionChange::Append { session_id: next.session_id.clone(), messages: msgs });
+        match self.store.put_entry(&next, &changes).await {
+            Ok(e) => Ok(Leasing::Leased(Box::new(e), token)),
+            Err(StoreError::DuplicateInbound) => Ok(Leasing::Duplicate),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// The lazy reset check on a free entry: returns the entry to write (possibly a fresh
@@ -171,7 +186,7 @@ impl App {
         let due = if cur.suspended {
             Some(reset::suspended())
         } else {
-            let p = reset::policy_for(&self.cfg.settings, &cur.origin.platform, cur.origin.chat_type);
+            let p = self.cfg.settings.reset_rules().policy_for(&cur.origin.platform, cur.origin.chat_type);
             reset::check(&p, cur.updated_at, now, self.cfg.tz)
         };
         let Some(due) = due else { return Ok((cur.clone(), Vec::new())) };
@@ -283,28 +298,28 @@ impl App {
 
     /// Sends `text` if no acknowledgement went to this session in the last 30 s, recording it.
     pub(crate) async fn maybe_ack(&self, key: &SessionKey, origin: &Origin, text: &str) -> Result<(), AppError> {
-        for _ in 0..CAS_RETRIES {
+        let acked = retry_cas(|| async move {
             let Some(mut e) = self.store.get_entry(key).await? else { return Ok(()) };
             let now = self.clock.now();
             if !queue::ack_due(e.last_ack_at, now) {
                 return Ok(());
             }
             e.last_ack_at = Some(now);
-            match self.store.put_entry(&e, &[]).await {
-                Ok(_) => {
-                    self.send_to_origin(origin, text).await;
-                    return Ok(());
-                }
-                Err(StoreError::Conflict(_)) => continue,
-                Err(err) => return Err(err.into()),
-            }
+            self.store.put_entry(&e, &[]).await?;
+            self.send_to_origin(origin, text).await;
+            Ok(())
+        })
+        .await;
+        // An acknowledgement is a courtesy: losing the race to record one only skips it.
+        match acked {
+            Err(AppError::Contended) => Ok(()),
+            other => other,
         }
-        Ok(())
     }
 
     /// Loads the key's entry, creating it (with a fresh session) on first contact.
     pub(crate) async fn load_or_create(&self, origin: &Origin, key: &SessionKey) -> Result<SessionEntry, AppError> {
-        for _ in 0..CAS_RETRIES {
+        retry_cas(|| async move {
             if let Some(e) = self.store.get_entry(key).await? {
                 return Ok(e);
             }
@@ -319,12 +334,8 @@ impl App {
                 ended_at: None,
                 end_reason: None,
             };
-            match self.store.put_entry(&fresh, &[SessionChange::Start(rec)]).await {
-                Ok(e) => return Ok(e),
-                Err(StoreError::Conflict(_)) => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Err(AppError::Contended)
+            Ok(self.store.put_entry(&fresh, &[SessionChange::Start(rec)]).await?)
+        })
+        .await
     }
 }

@@ -1,7 +1,7 @@
 //! Job management use cases: create, update, pause/resume, remove, jobs.json sync, and the
 //! ticker's job pass. Every change re-arms (or cancels) the job's timer.
 
-use crate::app::turns::CAS_RETRIES;
+use crate::app::cas::retry_cas;
 use crate::app::{App, AppError, FireStatus};
 use crate::core::job::{COMPLETED_RETENTION_DAYS, Job, JobState};
 use crate::core::jobfile::{self, JobSpec};
@@ -61,19 +61,15 @@ impl App {
     where
         F: Fn(&mut Job) -> Result<(), AppError>,
     {
-        for _ in 0..CAS_RETRIES {
+        let f = &f;
+        retry_cas(|| async move {
             let mut j = self.find_job(id).await?;
             f(&mut j)?;
-            match self.store.put_job(&j).await {
-                Ok(j) => {
-                    self.rearm(&j).await;
-                    return Ok(j);
-                }
-                Err(StoreError::Conflict(_)) => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Err(AppError::Contended)
+            let j = self.store.put_job(&j).await?;
+            self.rearm(&j).await;
+            Ok(j)
+        })
+        .await
     }
 
     /// Updates definition fields from a JSON patch (same field names as jobs.json).

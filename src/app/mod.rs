@@ -6,6 +6,7 @@
 
 mod agent;
 pub mod budget;
+mod cas;
 mod commands;
 pub mod crash;
 mod deliver;

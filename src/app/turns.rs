@@ -3,6 +3,7 @@
 //! compare-and-set writes guarded by the lease token.
 
 use crate::app::agent::{self, TurnOutput, TurnSpec};
+use crate::app::cas::{again, retry_cas};
 use crate::app::{App, AppError, tools};
 use crate::core::ids::SessionKey;
 use crate::core::recovery::{self, RESUME_NOTE};
@@ -18,8 +19,6 @@ pub const TURN_BUDGET_SECS: i64 = 600;
 pub const LEASE_MARGIN_SECS: i64 = 60;
 /// How long one drain may keep the lease before leaving the rest to a later wake.
 pub const DRAIN_BUDGET_SECS: u64 = 900;
-/// Retries of a lost compare-and-set.
-pub(crate) const CAS_RETRIES: usize = 64;
 
 /// The first turn's result, for callers that answer inline (the HTTP API).
 #[derive(Debug, Default)]
@@ -65,20 +64,17 @@ impl App {
     where
         F: Fn(&mut SessionEntry),
     {
-        for _ in 0..CAS_RETRIES {
+        let f = &f;
+        retry_cas(|| async move {
             let Some(mut e) = self.store.get_entry(key).await? else { return Ok(None) };
             if e.lease.as_ref().is_none_or(|l| l.token != token) {
                 tracing::warn!(session_key = %key, "lease lost (taken over or cleared)");
                 return Ok(None);
             }
             f(&mut e);
-            match self.store.put_entry(&e, changes).await {
-                Ok(e) => return Ok(Some(e)),
-                Err(StoreError::Conflict(_)) => continue,
-                Err(err) => return Err(err.into()),
-            }
-        }
-        Err(AppError::Contended)
+            Ok(Some(self.store.put_entry(&e, changes).await?))
+        })
+        .await
     }
 
     /// Runs one turn for a leased entry whose input is already in the transcript: notes and
@@ -92,7 +88,7 @@ impl App {
         if entry.was_auto_reset {
             let detail = entry.reset_detail.clone().unwrap_or_default();
             notes.push(reset::system_note(&detail));
-            let policy = reset::policy_for(&self.cfg.settings, &entry.origin.platform, entry.origin.chat_type);
+            let policy = self.cfg.settings.reset_rules().policy_for(&entry.origin.platform, entry.origin.chat_type);
             let reason = entry.auto_reset_reason.unwrap_or(crate::core::session::ResetReason::Idle);
             if reset::should_notify(&policy, reason, entry.reset_had_activity, &entry.origin.platform) {
                 notices.push(reset::notice(&detail));
@@ -154,7 +150,7 @@ impl App {
 
     /// Takes the next work under the lease (slot first, then FIFO head), or releases it.
     async fn take_next(&self, key: &SessionKey, token: &str) -> Result<Next, AppError> {
-        for _ in 0..CAS_RETRIES {
+        retry_cas(|| async move {
             let Some(e) = self.store.get_entry(key).await? else { return Ok(Next::Done) };
             if e.lease.as_ref().is_none_or(|l| l.token != token) {
                 return Ok(Next::Done);
@@ -166,11 +162,8 @@ impl App {
                 next.lease = None;
             } else if !e.pending.is_empty() {
                 let msgs = pending_messages(&mut next);
-                match self.store.put_entry(&next, &[SessionChange::Append { session_id: e.session_id.clone(), messages: msgs }]).await {
-                    Ok(n) => return Ok(Next::Turn(Box::new(n))),
-                    Err(StoreError::Conflict(_)) => continue,
-                    Err(err) => return Err(err.into()),
-                }
+                let n = self.store.put_entry(&next, &[SessionChange::Append { session_id: e.session_id.clone(), messages: msgs }]).await?;
+                return Ok(Next::Turn(Box::new(n)));
             } else if self.store.queue_pop_into(key, &e.session_id).await?.is_some() {
                 return match self.store.put_entry(&next, &[]).await {
                     Ok(n) => Ok(Next::Turn(Box::new(n))),
@@ -181,13 +174,10 @@ impl App {
             } else {
                 next.lease = None;
             }
-            match self.store.put_entry(&next, &[]).await {
-                Ok(_) => return Ok(Next::Done),
-                Err(StoreError::Conflict(_)) => continue,
-                Err(err) => return Err(err.into()),
-            }
-        }
-        Err(AppError::Contended)
+            self.store.put_entry(&next, &[]).await?;
+            Ok(Next::Done)
+        })
+        .await
     }
 
     /// After a turn answered inline: releases the lease if nothing waits, else runs the next
@@ -267,13 +257,13 @@ impl App {
         if !self.live.accepting() {
             return Ok(());
         }
-        for _ in 0..CAS_RETRIES {
+        retry_cas(|| async move {
             let Some(cur) = self.store.get_entry(key).await? else { return Ok(()) };
             let now = self.clock.now();
             if let Some(l) = &cur.lease {
                 if self.lease_abandoned(l, false) {
                     self.mark_interrupted(key, l).await?;
-                    continue;
+                    return again();
                 }
                 return Ok(());
             }
@@ -282,10 +272,8 @@ impl App {
                 tracing::warn!(session_key = %key, "resume mark is older than an hour; not resuming");
                 next.resume_pending = false;
                 next.resume_reason = None;
-                match self.store.put_entry(&next, &[]).await {
-                    Ok(_) | Err(StoreError::Conflict(_)) => continue,
-                    Err(e) => return Err(e.into()),
-                }
+                self.store.put_entry(&next, &[]).await?;
+                return again();
             }
             let resume = recovery::resume_due(&cur, now);
             let queued = !self.store.queue_list(key).await?.is_empty();
@@ -299,11 +287,7 @@ impl App {
             let first_turn = resume || !msgs.is_empty();
             let changes =
                 if msgs.is_empty() { vec![] } else { vec![SessionChange::Append { session_id: cur.session_id.clone(), messages: msgs }] };
-            let entry = match self.store.put_entry(&next, &changes).await {
-                Ok(e) => e,
-                Err(StoreError::Conflict(_)) => continue,
-                Err(e) => return Err(e.into()),
-            };
+            let entry = self.store.put_entry(&next, &changes).await?;
             self.live.register(key, &token, &entry.origin);
             if first_turn && self.one_turn(&entry).await.is_err() {
                 let _ = self.update_leased(key, &token, &[], |e| e.lease = None).await;
@@ -311,9 +295,9 @@ impl App {
                 return Ok(());
             }
             self.drain(key.clone(), token).await;
-            return Ok(());
-        }
-        Err(AppError::Contended)
+            Ok(())
+        })
+        .await
     }
 }
 

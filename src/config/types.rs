@@ -1,5 +1,7 @@
 //! The shape of `config.yaml` with its defaults (CONTRACT §5).
 
+pub use crate::core::queue::BusyInputMode;
+pub use crate::core::reset::{ResetMode, ResetOverride, ResetPolicy};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -57,6 +59,17 @@ impl Default for Settings {
             allow_all_users: false,
             platforms: Platforms::default(),
             cron: CronSettings::default(),
+        }
+    }
+}
+
+impl Settings {
+    /// The reset policies as core's rules (default and overrides).
+    pub fn reset_rules(&self) -> crate::core::reset::ResetRules {
+        crate::core::reset::ResetRules {
+            default: self.session_reset.clone(),
+            by_platform: self.session_reset_by_platform.clone(),
+            by_type: self.session_reset_by_type.clone(),
         }
     }
 }
@@ -133,87 +146,6 @@ impl Default for ModelSettings {
             timeout_seconds: 120,
         }
     }
-}
-
-/// Reset modes (SPEC §1.2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ResetMode {
-    /// Never by time.
-    None,
-    /// After `idle_minutes` without activity.
-    Idle,
-    /// When `at_hour:00` has passed since the last activity.
-    Daily,
-    /// Whichever comes first.
-    Both,
-}
-
-/// `session_reset:` block.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct ResetPolicy {
-    /// Mode.
-    pub mode: ResetMode,
-    /// Idle threshold in minutes.
-    pub idle_minutes: u64,
-    /// Daily boundary hour (0–23).
-    pub at_hour: u32,
-    /// Tell the user after an automatic reset.
-    pub notify: bool,
-    /// Platforms never told.
-    pub notify_exclude_platforms: Vec<String>,
-}
-
-impl Default for ResetPolicy {
-    fn default() -> Self {
-        Self {
-            mode: ResetMode::None,
-            idle_minutes: 1440,
-            at_hour: 4,
-            notify: true,
-            notify_exclude_platforms: vec!["api".into(), "webhook".into()],
-        }
-    }
-}
-
-/// A partial policy laid over the default.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct ResetOverride {
-    /// Mode.
-    pub mode: Option<ResetMode>,
-    /// Idle threshold.
-    pub idle_minutes: Option<u64>,
-    /// Daily hour.
-    pub at_hour: Option<u32>,
-    /// Notify.
-    pub notify: Option<bool>,
-    /// Excluded platforms.
-    pub notify_exclude_platforms: Option<Vec<String>>,
-}
-
-impl ResetPolicy {
-    /// This policy with `o`'s fields laid over it.
-    pub fn overlay(&self, o: &ResetOverride) -> Self {
-        Self {
-            mode: o.mode.unwrap_or(self.mode),
-            idle_minutes: o.idle_minutes.unwrap_or(self.idle_minutes),
-            at_hour: o.at_hour.unwrap_or(self.at_hour),
-            notify: o.notify.unwrap_or(self.notify),
-            notify_exclude_platforms: o.notify_exclude_platforms.clone().unwrap_or_else(|| self.notify_exclude_platforms.clone()),
-        }
-    }
-}
-
-/// Busy input modes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum BusyInputMode {
-    /// Replace the pending slot and interrupt the running turn.
-    Interrupt,
-    /// Append every message to the FIFO.
-    Queue,
 }
 
 /// `platforms:` block.

@@ -52,6 +52,51 @@ pub enum RunStatus {
     Missed,
 }
 
+/// How one run ended (the claim record and the run list keep it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunOutcome {
+    /// Ran and (if needed) delivered.
+    Ok,
+    /// The run failed.
+    Error,
+    /// Ran, but at least one delivery failed.
+    DeliveryFailed,
+    /// A one-shot too late to run.
+    Missed,
+    /// The process running it died or ran past its budget; never re-run.
+    Interrupted,
+}
+
+impl RunOutcome {
+    /// The stored name (`ok`, `error`, `delivery_failed`, `missed`, `interrupted`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Error => "error",
+            Self::DeliveryFailed => "delivery_failed",
+            Self::Missed => "missed",
+            Self::Interrupted => "interrupted",
+        }
+    }
+
+    /// What the job's `last_status` becomes.
+    pub fn job_status(self) -> RunStatus {
+        match self {
+            Self::Ok => RunStatus::Ok,
+            Self::Missed => RunStatus::Missed,
+            Self::DeliveryFailed => RunStatus::DeliveryFailed,
+            Self::Error | Self::Interrupted => RunStatus::Error,
+        }
+    }
+}
+
+impl std::fmt::Display for RunOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// How often a job runs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Repeat {
@@ -152,6 +197,47 @@ impl Job {
     /// Whether timers should exist for it.
     pub fn armed(&self) -> bool {
         self.enabled && matches!(self.state, JobState::Scheduled | JobState::Running) && self.next_run_at.is_some()
+    }
+
+    /// The job as claimed for `occ` under `decision` (written in the same conditional write
+    /// as the claim): a run advances `next_run_at` and marks it running by `owner`; a missed
+    /// one-shot completes. `NotDue` changes nothing but `last_run_at`.
+    pub fn advance(&self, decision: &Decision, occ: DateTime<Utc>, owner: &str, now: DateTime<Utc>) -> Job {
+        let mut adv = self.clone();
+        adv.last_run_at = Some(now);
+        match decision {
+            Decision::NotDue => {}
+            Decision::Missed => {
+                adv.state = JobState::Completed;
+                adv.completed_at = Some(now);
+                adv.next_run_at = None;
+                adv.last_status = Some(RunStatus::Missed);
+                adv.last_error = Some(format!("missed: the one-shot was due at {occ} and the agent was not awake within 120 s"));
+            }
+            Decision::Run { next, .. } => {
+                adv.next_run_at = *next;
+                adv.state = JobState::Running;
+                adv.running = Some(RunningMark { owner: owner.to_string(), fire_at: occ, started_at: now });
+                adv.repeat.completed = adv.repeat.completed.saturating_add(1);
+            }
+        }
+        adv
+    }
+
+    /// Records a finished run: its status and error, no running mark, and back on schedule
+    /// (or completed when no occurrence is left).
+    pub fn finish(&mut self, status: RunStatus, error: Option<String>, now: DateTime<Utc>) {
+        self.last_status = Some(status);
+        self.running = None;
+        self.last_error = error;
+        if self.state == JobState::Running {
+            if self.next_run_at.is_none() {
+                self.state = JobState::Completed;
+                self.completed_at = Some(now);
+            } else {
+                self.state = JobState::Scheduled;
+            }
+        }
     }
 
     /// The first occurrence of a new job: one-shots at their time, recurring ones after `now`.
@@ -351,8 +437,8 @@ pub struct RunRecord {
     pub started_at: DateTime<Utc>,
     /// End.
     pub finished_at: Option<DateTime<Utc>>,
-    /// `ok`, `error`, `delivery_failed`, `missed`, `interrupted`.
-    pub status: String,
+    /// How the run ended.
+    pub status: RunOutcome,
     /// The agent's answer.
     pub output: String,
     /// Error text.

@@ -1,9 +1,9 @@
 //! Rules of the two-level queue (SPEC §1.4): where a message goes while a turn runs, the cap,
 //! acknowledgement rate, and the user-facing wording. Storage is the store's job.
 
-use crate::config::BusyInputMode;
 use crate::core::session::PendingMessage;
 use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
 
 /// Minimum gap between two busy acknowledgements of one session.
 pub const ACK_INTERVAL_SECS: i64 = 30;
@@ -13,6 +13,16 @@ pub const ACK_INTERRUPT: &str = "⚡ Interrupting current task…";
 pub const ACK_QUEUE: &str = "⏳ Queued for the next turn…";
 /// Reply to `/queue` without a prompt.
 pub const QUEUE_USAGE: &str = "Usage: /queue <prompt>";
+
+/// Busy input modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BusyInputMode {
+    /// Replace the pending slot and interrupt the running turn.
+    Interrupt,
+    /// Append every message to the FIFO.
+    Queue,
+}
 
 /// Where a message that arrives during a running turn is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

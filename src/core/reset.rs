@@ -1,11 +1,12 @@
 //! The lazy reset rule of SPEC §1.2: which policy applies to a chat, whether a session is
 //! due for reset at `now`, and the exact wording users and the model see.
 
-use crate::config::{ResetMode, ResetPolicy, Settings};
 use crate::core::ids::ChatType;
 use crate::core::session::ResetReason;
 use chrono::{DateTime, Duration, LocalResult, NaiveTime, TimeZone, Utc};
 use chrono_tz::Tz;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// A due reset: why, and the human detail for the notice.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,17 +17,102 @@ pub struct Due {
     pub detail: String,
 }
 
-/// The policy in force for a chat: default, then the chat-type override, then the platform
-/// override (platform wins).
-pub fn policy_for(s: &Settings, platform: &str, chat_type: ChatType) -> ResetPolicy {
-    let mut p = s.session_reset.clone();
-    if let Some(o) = s.session_reset_by_type.iter().find(|(k, _)| ChatType::parse(k).ok() == Some(chat_type)).map(|(_, o)| o) {
-        p = p.overlay(o);
+/// Reset modes (SPEC §1.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ResetMode {
+    /// Never by time.
+    None,
+    /// After `idle_minutes` without activity.
+    Idle,
+    /// When `at_hour:00` has passed since the last activity.
+    Daily,
+    /// Whichever comes first.
+    Both,
+}
+
+/// `session_reset:` block.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ResetPolicy {
+    /// Mode.
+    pub mode: ResetMode,
+    /// Idle threshold in minutes.
+    pub idle_minutes: u64,
+    /// Daily boundary hour (0–23).
+    pub at_hour: u32,
+    /// Tell the user after an automatic reset.
+    pub notify: bool,
+    /// Platforms never told.
+    pub notify_exclude_platforms: Vec<String>,
+}
+
+impl Default for ResetPolicy {
+    fn default() -> Self {
+        Self {
+            mode: ResetMode::None,
+            idle_minutes: 1440,
+            at_hour: 4,
+            notify: true,
+            notify_exclude_platforms: vec!["api".into(), "webhook".into()],
+        }
     }
-    if let Some(o) = s.session_reset_by_platform.get(platform) {
-        p = p.overlay(o);
+}
+
+/// A partial policy laid over the default.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ResetOverride {
+    /// Mode.
+    pub mode: Option<ResetMode>,
+    /// Idle threshold.
+    pub idle_minutes: Option<u64>,
+    /// Daily hour.
+    pub at_hour: Option<u32>,
+    /// Notify.
+    pub notify: Option<bool>,
+    /// Excluded platforms.
+    pub notify_exclude_platforms: Option<Vec<String>>,
+}
+
+impl ResetPolicy {
+    /// This policy with `o`'s fields laid over it.
+    pub fn overlay(&self, o: &ResetOverride) -> Self {
+        Self {
+            mode: o.mode.unwrap_or(self.mode),
+            idle_minutes: o.idle_minutes.unwrap_or(self.idle_minutes),
+            at_hour: o.at_hour.unwrap_or(self.at_hour),
+            notify: o.notify.unwrap_or(self.notify),
+            notify_exclude_platforms: o.notify_exclude_platforms.clone().unwrap_or_else(|| self.notify_exclude_platforms.clone()),
+        }
     }
-    p
+}
+
+/// Every reset policy of a deployment: the default and its per-chat-type and per-platform
+/// overrides (config parses into this).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ResetRules {
+    /// The default policy.
+    pub default: ResetPolicy,
+    /// Overrides by platform (win over chat-type overrides).
+    pub by_platform: BTreeMap<String, ResetOverride>,
+    /// Overrides by chat type (`dm`, `group`, …).
+    pub by_type: BTreeMap<String, ResetOverride>,
+}
+
+impl ResetRules {
+    /// The policy in force for a chat: default, then the chat-type override, then the
+    /// platform override (platform wins).
+    pub fn policy_for(&self, platform: &str, chat_type: ChatType) -> ResetPolicy {
+        let mut p = self.default.clone();
+        if let Some(o) = self.by_type.iter().find(|(k, _)| ChatType::parse(k).ok() == Some(chat_type)).map(|(_, o)| o) {
+            p = p.overlay(o);
+        }
+        if let Some(o) = self.by_platform.get(platform) {
+            p = p.overlay(o);
+        }
+        p
+    }
 }
 
 /// `2h 5m`, `45m`, `1d 3h 0m`.
@@ -104,7 +190,6 @@ its history is not available. Do not refer to earlier messages as if you remembe
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::ResetOverride;
     use proptest::prelude::*;
 
     fn pol(mode: ResetMode, idle: u64, hour: u32) -> ResetPolicy {
@@ -158,14 +243,13 @@ mod tests {
 
     #[test]
     fn platform_override_beats_type_override() {
-        let mut s = Settings::default();
-        s.session_reset_by_type
-            .insert("group".into(), ResetOverride { mode: Some(ResetMode::Daily), at_hour: Some(6), ..Default::default() });
-        s.session_reset_by_platform.insert("telegram".into(), ResetOverride { mode: Some(ResetMode::Idle), ..Default::default() });
-        let p = policy_for(&s, "telegram", ChatType::Group);
+        let mut s = ResetRules::default();
+        s.by_type.insert("group".into(), ResetOverride { mode: Some(ResetMode::Daily), at_hour: Some(6), ..Default::default() });
+        s.by_platform.insert("telegram".into(), ResetOverride { mode: Some(ResetMode::Idle), ..Default::default() });
+        let p = s.policy_for("telegram", ChatType::Group);
         assert_eq!((p.mode, p.at_hour), (ResetMode::Idle, 6));
-        assert_eq!(policy_for(&s, "discord", ChatType::Group).mode, ResetMode::Daily);
-        assert_eq!(policy_for(&s, "discord", ChatType::Dm).mode, ResetMode::None);
+        assert_eq!(s.policy_for("discord", ChatType::Group).mode, ResetMode::Daily);
+        assert_eq!(s.policy_for("discord", ChatType::Dm).mode, ResetMode::None);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 use crate::core::ids::{ChatType, Origin, SessionId, SessionKey};
-use crate::core::job::{Job, JobState, Occurrence, RunRecord};
+use crate::core::job::{Job, JobState, Occurrence, RunOutcome, RunRecord};
 use crate::core::session::{Lease, Message, PendingMessage, Role, SessionEntry, SessionRecord};
 use crate::ports::{Appended, Claim, InboundId, QueuedItem, SessionChange, Store, StoreError};
 use chrono::{TimeZone, Utc};
@@ -98,7 +98,7 @@ async fn claims_are_never_readmitted(s: Arc<dyn Store>) {
         trigger: "ticker".into(),
         started_at: at,
         finished_at: Some(at),
-        status: "error".into(),
+        status: RunOutcome::Error,
         output: String::new(),
         error: Some("boom".into()),
         deliveries: vec![],
@@ -123,7 +123,7 @@ async fn runs_ledger_and_once(s: Arc<dyn Store>) {
             trigger: "t".into(),
             started_at: at + chrono::Duration::minutes(i),
             finished_at: None,
-            status: "ok".into(),
+            status: RunOutcome::Ok,
             output: format!("out {i}"),
             error: None,
             deliveries: vec![],

@@ -135,7 +135,7 @@ pub(super) async fn finish_run(st: &DynamoStore, run: &RunRecord, retention: usi
         .condition_expression("attribute_exists(#pk)")
         .expression_attribute_names("#status", "status")
         .expression_attribute_names("#pk", "pk")
-        .expression_attribute_values(":s", s(&run.status))
+        .expression_attribute_values(":s", s(run.status.as_str()))
         .send()
         .await;
     match res {

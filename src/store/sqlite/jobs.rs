@@ -84,7 +84,7 @@ pub(super) fn finish_run(c: &mut Connection, run: &RunRecord, retention: usize) 
     let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
     tx.execute(
         "UPDATE claims SET status = ?3 WHERE job_id = ?1 AND fire_at = ?2",
-        params![run.job_id, run.fire_at.timestamp(), run.status],
+        params![run.job_id, run.fire_at.timestamp(), run.status.as_str()],
     )
     .map_err(backend)?;
     tx.execute(
