@@ -21,7 +21,7 @@ mod turns;
 
 pub use fire::FireStatus;
 pub use inbound::{Inbound, Outcome, REFUSAL};
-pub use jobs::SyncReport;
+pub use jobs::{SKIPPED_JOBS_KEY, SyncReport};
 pub use recovery::Live;
 pub use status::LAST_TICK_KEY;
 pub use tools::job_view;

@@ -160,17 +160,27 @@ async fn doctor(home: &std::path::Path, cfg: Loaded, create_table: bool) -> Exit
             Err(e) => problems.push(e.to_string()),
         }
     }
-    match runtime::open_store(home, &cfg).await {
+    let store = match runtime::open_store(home, &cfg).await {
         Ok(s) => match s.list_entries(1).await {
-            Ok(_) => println!("store:    {} ok", s.kind()),
-            Err(e) if s.kind() == "dynamodb" && !create_table => {
-                problems.push(format!("store is not readable: {e} (a new table is made by `hermes-zero doctor --create-table`)"))
+            Ok(_) => {
+                println!("store:    {} ok", s.kind());
+                Some(s)
             }
-            Err(e) => problems.push(format!("store is not readable: {e}")),
+            Err(e) if s.kind() == "dynamodb" && !create_table => {
+                problems.push(format!("store is not readable: {e} (a new table is made by `hermes-zero doctor --create-table`)"));
+                None
+            }
+            Err(e) => {
+                problems.push(format!("store is not readable: {e}"));
+                None
+            }
         },
-        Err(e) => problems.push(e.to_string()),
-    }
-    super::checks::jobs_and_provider(home, &cfg, &mut problems).await;
+        Err(e) => {
+            problems.push(e.to_string());
+            None
+        }
+    };
+    super::checks::jobs_and_provider(home, &cfg, store.as_deref(), &mut problems).await;
     let tg = &cfg.secrets;
     if tg.telegram_bot_token.is_some() && tg.telegram_webhook_secret.is_none() {
         problems.push("TELEGRAM_BOT_TOKEN is set but TELEGRAM_WEBHOOK_SECRET is not: the webhook would refuse every update".into());
