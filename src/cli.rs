@@ -4,6 +4,7 @@
 mod checks;
 mod commands;
 mod cron;
+mod import;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -62,6 +63,14 @@ pub enum Command {
         /// fires up to 60 s early), so a whole loop runs in seconds.
         #[arg(long, default_value_t = 0, hide = true)]
         fire_early_secs: u32,
+    },
+    /// Import a Hermes home: SOUL.md, skills, jobs, memory files and every session.
+    Import {
+        /// The Hermes home to read (default ~/.hermes).
+        hermes_home: Option<PathBuf>,
+        /// Print only the counts as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Validate config, jobs, skills, store and provider; exit 1 with reasons.
     Doctor {

@@ -10,6 +10,7 @@ mod commands;
 pub mod crash;
 mod deliver;
 mod fire;
+pub mod import;
 mod inbound;
 pub mod inline;
 mod jobs;

@@ -34,6 +34,10 @@ pub async fn dispatch(cmd: Command, home: PathBuf, cfg: Loaded) -> anyhow::Resul
             Ok(ExitCode::SUCCESS)
         }
         Command::Doctor { create_table } => Ok(doctor(&home, cfg, create_table).await),
+        Command::Import { hermes_home, json } => {
+            let src = hermes_home.unwrap_or_else(|| super::import::default_source(&crate::config::Env::from_process()));
+            super::import::run(runtime::build_app(&home, cfg).await?, &src, json).await
+        }
     }
 }
 
@@ -84,14 +88,22 @@ async fn sessions(app: App, action: SessionsCmd) -> anyhow::Result<ExitCode> {
         SessionsCmd::List { json } => {
             let entries = app.store.list_entries(1000).await?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&entries)?);
+                let mut out = Vec::with_capacity(entries.len());
+                for e in &entries {
+                    let mut v = serde_json::to_value(e)?;
+                    v["title"] = serde_json::json!(app.store.get_session(&e.session_id).await?.and_then(|r| r.title));
+                    out.push(v);
+                }
+                println!("{}", serde_json::to_string_pretty(&out)?);
             } else if entries.is_empty() {
                 println!("no sessions yet");
             } else {
-                println!("{:<48} {:<26} {:>6}  UPDATED", "SESSION KEY", "SESSION ID", "MSGS");
+                println!("{:<48} {:<26} {:>6}  {:<20}  TITLE", "SESSION KEY", "SESSION ID", "MSGS", "UPDATED");
                 for e in entries {
                     let n = app.store.count_messages(&e.session_id).await?;
-                    println!("{:<48} {:<26} {:>6}  {}", e.session_key, e.session_id, n, e.updated_at.format("%Y-%m-%d %H:%M:%SZ"));
+                    let title = app.store.get_session(&e.session_id).await?.and_then(|r| r.title).unwrap_or_default();
+                    let at = e.updated_at.format("%Y-%m-%d %H:%M:%SZ");
+                    println!("{:<48} {:<26} {:>6}  {at:<20}  {title}", e.session_key, e.session_id, n);
                 }
             }
         }
