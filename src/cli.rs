@@ -20,6 +20,9 @@ pub struct Cli {
     /// Config file. Default: <home>/config.yaml.
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Show info logs on stderr (by default a CLI command shows only warnings and errors).
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -193,6 +196,19 @@ pub enum SessionsCmd {
     },
 }
 
+impl Cli {
+    /// The log level when `RUST_LOG` is not set: `info` for the long-running `serve` and
+    /// `chronos-dev` and with `-v`; otherwise `warn`, so a command's stdout is its result and
+    /// stderr holds only warnings and errors.
+    pub fn default_log_level(&self) -> &'static str {
+        match self.command {
+            _ if self.verbose => "info",
+            Command::Serve { .. } | Command::ChronosDev { .. } => "info",
+            _ => "warn",
+        }
+    }
+}
+
 /// Exit code for bad configuration (sysexits EX_CONFIG).
 pub const EXIT_CONFIG: u8 = 78;
 
@@ -217,6 +233,7 @@ pub fn run(cli: Cli) -> ExitCode {
     for w in &cfg.warnings {
         tracing::warn!("{w}");
     }
+    crate::runtime::private::secure_home(&home, std::path::Path::new(&cfg.settings.store.path));
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

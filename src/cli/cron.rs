@@ -97,7 +97,7 @@ async fn exec(app: &App, cmd: CronCmd) -> Result<(), AppError> {
             let spec = jobfile::parse_job(&v, app.clock.now(), app.cfg.tz).map_err(AppError::BadRequest)?;
             let j = app.create_job(spec, false).await?;
             println!("{}", j.id);
-            eprintln!("created `{}` ({}), next run {}", j.name, j.schedule.display(), fmt_time(app, j.next_run_at));
+            tracing::info!("created `{}` ({}), next run {}", j.name, j.schedule.display(), fmt_time(app, j.next_run_at));
         }
         CronCmd::Edit { id, schedule, prompt, flags } => {
             let mut v = json!({});
