@@ -253,9 +253,18 @@ async fn rest_api_manages_jobs() {
     let llm = FakeLlm::start().await;
     let tg = FakeTelegram::start().await;
     let home = job_home("rest", &llm, &tg, "");
+    home.write(
+        "cron/jobs.json",
+        r#"[{"id":"ok","prompt":"p","schedule":"every 1h"},{"id":"sh","prompt":"p","schedule":"every 1h","script":"a.sh"}]"#,
+    );
     let gw = Gateway::start(home.path(), &[]);
     let c = &gw.http;
     let url = |p: &str| format!("{}{p}", gw.base);
+    // The dashboard's job list carries the jobs.json entries the sync skipped.
+    let (_, list) = gw.get("/api/jobs").await;
+    assert!(list["jobs"].as_array().unwrap().iter().any(|j| j["id"] == "ok"), "{list}");
+    assert_eq!(list["skipped"][0]["id"], "sh", "{list}");
+    assert!(list["skipped"][0]["reason"].as_str().unwrap().contains("`script`"), "{list}");
     let r = c
         .post(url("/api/jobs"))
         .bearer_auth(&gw.key)
