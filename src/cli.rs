@@ -4,6 +4,7 @@
 mod checks;
 mod commands;
 mod cron;
+mod import;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -19,6 +20,9 @@ pub struct Cli {
     /// Config file. Default: <home>/config.yaml.
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Show info logs on stderr (by default a CLI command shows only warnings and errors).
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -62,6 +66,14 @@ pub enum Command {
         /// fires up to 60 s early), so a whole loop runs in seconds.
         #[arg(long, default_value_t = 0, hide = true)]
         fire_early_secs: u32,
+    },
+    /// Import a Hermes home: SOUL.md, skills, jobs, memory files and every session.
+    Import {
+        /// The Hermes home to read (default ~/.hermes).
+        hermes_home: Option<PathBuf>,
+        /// Print only the counts as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Validate config, jobs, skills, store and provider; exit 1 with reasons.
     Doctor {
@@ -184,6 +196,19 @@ pub enum SessionsCmd {
     },
 }
 
+impl Cli {
+    /// The log level when `RUST_LOG` is not set: `info` for the long-running `serve` and
+    /// `chronos-dev` and with `-v`; otherwise `warn`, so a command's stdout is its result and
+    /// stderr holds only warnings and errors.
+    pub fn default_log_level(&self) -> &'static str {
+        match self.command {
+            _ if self.verbose => "info",
+            Command::Serve { .. } | Command::ChronosDev { .. } => "info",
+            _ => "warn",
+        }
+    }
+}
+
 /// Exit code for bad configuration (sysexits EX_CONFIG).
 pub const EXIT_CONFIG: u8 = 78;
 
@@ -208,6 +233,7 @@ pub fn run(cli: Cli) -> ExitCode {
     for w in &cfg.warnings {
         tracing::warn!("{w}");
     }
+    crate::runtime::private::secure_home(&home, std::path::Path::new(&cfg.settings.store.path));
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

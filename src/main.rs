@@ -9,14 +9,17 @@ const LAMBDA_VAR: &str = "AWS_LAMBDA_RUNTIME_API";
 
 fn main() -> ExitCode {
     let on_lambda = std::env::var_os(LAMBDA_VAR).is_some_and(|v| !v.is_empty());
-    let filter = tracing_subscriber::EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let filter = |default: &str| {
+        tracing_subscriber::EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default))
+    };
     if on_lambda {
         // CloudWatch: one JSON object per line, no colours.
-        tracing_subscriber::fmt().json().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false).init();
+        tracing_subscriber::fmt().json().with_env_filter(filter("info")).with_writer(std::io::stderr).with_ansi(false).init();
         return lambda();
     }
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
-    hermes_zero::cli::run(hermes_zero::cli::Cli::parse())
+    let cli = hermes_zero::cli::Cli::parse();
+    tracing_subscriber::fmt().with_env_filter(filter(cli.default_log_level())).with_writer(std::io::stderr).with_target(false).init();
+    hermes_zero::cli::run(cli)
 }
 
 #[cfg(feature = "aws")]

@@ -39,17 +39,33 @@ fn the_seed_jobs_json_syncs_and_a_malformed_file_changes_nothing() {
     home.write("cron/jobs.json", &two.to_string());
     let o = cli(home.path(), &["cron", "sync"], &[]);
     assert!(stdout(&o).contains("2 updated, 1 disabled"), "{}", stdout(&o));
-    // A malformed file: refused with file, index and reason; nothing changes.
+    // One bad job is skipped with its reason; every other job loads.
     home.write(
         "cron/jobs.json",
-        r#"{"jobs":[{"id":"a","prompt":"p","schedule":"every 1h"},{"id":"b","prompt":"p","schedule":"sometimes"}]}"#,
+        r#"{"jobs":[{"id":"a","prompt":"p","schedule":"every 1h"},{"id":"b","prompt":"p","schedule":"sometimes"},{"id":"c","prompt":"p","schedule":"every 1h","skill":"s","skills":["s"]}]}"#,
     );
+    let o = cli(home.path(), &["cron", "sync"], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("2 created") && stdout(&o).contains("1 skipped"), "{}", stdout(&o));
+    assert!(stderr(&o).contains("job #1 (b)") && stderr(&o).contains("accepted forms"), "{}", stderr(&o));
+    let all = jobs_json(&home);
+    let skipped: Vec<&Value> = all.iter().filter(|j| j["state"] == "skipped").collect();
+    assert_eq!(skipped.len(), 1, "{all:?}");
+    assert_eq!(skipped[0]["id"], "b");
+    assert!(skipped[0]["skip_reason"].as_str().unwrap().contains("accepted forms"));
+    assert_eq!(all.iter().find(|j| j["id"] == "c").unwrap()["skills"], json!(["s"]));
+    let text = stdout(&cli(home.path(), &["cron", "list", "--all"], &[]));
+    assert!(text.contains("skipped from jobs.json") && text.contains("job #1 (b)"), "{text}");
+    let plain = stdout(&cli(home.path(), &["cron", "list"], &[]));
+    assert!(!plain.contains("skipped"), "{plain}");
+    // A file that is not a job list: refused with the file and the reason; nothing changes.
+    home.write("cron/jobs.json", r#"{"jobs": {"id": "d"}}"#);
     let o = cli(home.path(), &["cron", "sync"], &[]);
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
-    assert!(err.contains("cron/jobs.json: job #1 (b)") && err.contains("accepted forms"), "{err}");
-    assert_eq!(jobs_json(&home).len(), 3);
-    assert!(jobs_json(&home).iter().all(|j| j["id"] != "a"));
+    assert!(err.contains("cron/jobs.json") && err.contains("expected {\"jobs\": [...]}"), "{err}");
+    assert_eq!(jobs_json(&home).len(), 6);
+    assert!(jobs_json(&home).iter().all(|j| j["id"] != "d"));
 }
 
 #[test]
@@ -237,9 +253,18 @@ async fn rest_api_manages_jobs() {
     let llm = FakeLlm::start().await;
     let tg = FakeTelegram::start().await;
     let home = job_home("rest", &llm, &tg, "");
+    home.write(
+        "cron/jobs.json",
+        r#"[{"id":"ok","prompt":"p","schedule":"every 1h"},{"id":"sh","prompt":"p","schedule":"every 1h","script":"a.sh"}]"#,
+    );
     let gw = Gateway::start(home.path(), &[]);
     let c = &gw.http;
     let url = |p: &str| format!("{}{p}", gw.base);
+    // The dashboard's job list carries the jobs.json entries the sync skipped.
+    let (_, list) = gw.get("/api/jobs").await;
+    assert!(list["jobs"].as_array().unwrap().iter().any(|j| j["id"] == "ok"), "{list}");
+    assert_eq!(list["skipped"][0]["id"], "sh", "{list}");
+    assert!(list["skipped"][0]["reason"].as_str().unwrap().contains("`script`"), "{list}");
     let r = c
         .post(url("/api/jobs"))
         .bearer_auth(&gw.key)
@@ -279,8 +304,15 @@ fn doctor_reports_missing_skills_and_bad_jobs_files() {
     let o = cli(home.path(), &["doctor"], &[("TELEGRAM_BOT_TOKEN", "")]);
     assert!(o.status.success(), "{}", stdout(&o));
     assert!(stdout(&o).contains("3 declared"));
-    home.write("cron/jobs.json", "{\"jobs\": [{}]}");
+    // A job that cannot be loaded is a warning, not a failure.
+    home.write("cron/jobs.json", r#"{"jobs": [{}, {"id":"s","prompt":"p","schedule":"every 1h","script":"x.sh"}]}"#);
+    let o = cli(home.path(), &["doctor"], &[("TELEGRAM_BOT_TOKEN", "")]);
+    assert!(o.status.success(), "{}", stdout(&o));
+    let out = stdout(&o);
+    assert!(out.contains("warning:") && out.contains("skipped job #0") && out.contains("job #1 (s)") && out.contains("`script`"), "{out}");
+    // Not a job list at all: a failure naming the file.
+    home.write("cron/jobs.json", "not json");
     let o = cli(home.path(), &["doctor"], &[("TELEGRAM_BOT_TOKEN", "")]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stdout(&o).contains("job #0"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("jobs.json") && stdout(&o).contains("not valid JSON"), "{}", stdout(&o));
 }

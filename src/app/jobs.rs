@@ -4,7 +4,7 @@
 use crate::app::cas::retry_cas;
 use crate::app::{App, AppError, FireStatus};
 use crate::core::job::{COMPLETED_RETENTION_DAYS, Job, JobState};
-use crate::core::jobfile::{self, JobSpec};
+use crate::core::jobfile::{self, JobSpec, SkippedJob};
 use crate::core::schedule;
 use crate::ports::StoreError;
 use chrono::Duration;
@@ -22,7 +22,12 @@ pub struct SyncReport {
     pub updated: Vec<String>,
     /// Declared jobs removed from the file, now disabled.
     pub disabled: Vec<String>,
+    /// Jobs of the file that could not be loaded, with their reasons.
+    pub skipped: Vec<SkippedJob>,
 }
+
+/// Store record (meta) with the jobs the last jobs.json sync skipped, as a JSON list.
+pub const SKIPPED_JOBS_KEY: &str = "jobs_file_skipped";
 
 impl App {
     /// Builds a new job from a validated spec (refuses past one-shots and existing ids).
@@ -135,25 +140,25 @@ impl App {
     }
 
     /// Syncs `jobs.json` into the store: upsert by id keeping run state, disable declared jobs
-    /// that left the file. A malformed file changes nothing.
+    /// that left the file. A job that cannot be loaded is skipped with its reason (kept in the
+    /// store for `cron list --all`, `doctor` and the dashboard); a file that is not a job list
+    /// changes nothing.
     pub async fn sync_jobs_file(&self) -> Result<SyncReport, AppError> {
         let path = self.home.join(&self.cfg.settings.cron.jobs_file);
         let mut report = SyncReport { file: path.display().to_string(), ..SyncReport::default() };
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(report),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                self.store.delete_meta(SKIPPED_JOBS_KEY).await?;
+                return Ok(report);
+            }
             Err(e) => return Err(AppError::BadRequest(format!("{}: cannot read: {e}", path.display()))),
         };
         let now = self.clock.now();
-        let specs = jobfile::parse_file(&text, &report.file, now, self.cfg.tz).map_err(|e| AppError::BadRequest(e.to_string()))?;
+        let mut file = jobfile::parse_file(&text, &report.file, now, self.cfg.tz).map_err(|e| AppError::BadRequest(e.to_string()))?;
         let existing = self.store.list_jobs().await?;
-        // Validate everything before the first write.
-        for (i, s) in specs.iter().enumerate() {
-            if s.past_one_shot && !existing.iter().any(|j| j.id == s.id) {
-                return Err(AppError::BadRequest(format!("{}: job #{i} ({}): the one-shot time is in the past", report.file, s.id)));
-            }
-        }
-        for s in &specs {
+        file.skip_new_past_one_shots(|id| existing.iter().any(|j| j.id == id));
+        for s in &file.jobs {
             match existing.iter().find(|j| j.id == s.id) {
                 None => {
                     self.create_job(s.clone(), true).await?;
@@ -171,7 +176,10 @@ impl App {
                 }
             }
         }
-        for j in existing.iter().filter(|j| j.declared && j.enabled && !specs.iter().any(|s| s.id == j.id)) {
+        // A job still in the file but skipped (a bad edit) keeps running as it was; only a job
+        // that left the file is disabled.
+        let in_file = |id: &str| file.jobs.iter().any(|s| s.id == id) || file.skipped.iter().any(|k| k.id.as_deref() == Some(id));
+        for j in existing.iter().filter(|j| j.declared && j.enabled && !in_file(&j.id)) {
             self.modify_job(&j.id, |j| {
                 j.enabled = false;
                 Ok(())
@@ -179,13 +187,27 @@ impl App {
             .await?;
             report.disabled.push(j.id.clone());
         }
+        for k in &file.skipped {
+            tracing::warn!(file = %report.file, "skipped {k}");
+        }
+        let skipped = serde_json::to_string(&file.skipped).map_err(|e| AppError::BadRequest(e.to_string()))?;
+        self.store.put_meta(SKIPPED_JOBS_KEY, &skipped).await?;
+        report.skipped = file.skipped;
         tracing::info!(
             created = report.created.len(),
             updated = report.updated.len(),
             disabled = report.disabled.len(),
+            skipped = report.skipped.len(),
             "jobs.json synced"
         );
         Ok(report)
+    }
+
+    /// The jobs the last jobs.json sync skipped, with their reasons.
+    pub async fn skipped_jobs(&self) -> Result<Vec<SkippedJob>, AppError> {
+        let raw = self.store.get_meta(SKIPPED_JOBS_KEY).await?;
+        // A record this version cannot read is shown as nothing rather than failing a listing.
+        Ok(raw.and_then(|r| serde_json::from_str(&r).ok()).unwrap_or_default())
     }
 
     /// The ticker's job pass: fires every due job through the shared path and purges jobs
@@ -258,10 +280,16 @@ impl App {
 /// Lays a validated definition over a stored job, keeping its run state; a changed schedule
 /// (or zone) recomputes the next occurrence.
 fn apply_spec(j: &mut Job, s: &JobSpec, now: chrono::DateTime<chrono::Utc>, tz: chrono_tz::Tz) -> Result<(), AppError> {
-    let schedule_changed = j.schedule != s.schedule || j.timezone != s.timezone;
+    // The same schedule text keeps the stored parsed schedule: a job stored as recurring from a
+    // bare `30m` (before bare durations became one-shots) stays recurring, and an `in 2h`
+    // one-shot is not pushed forward by every sync.
+    let same_text = j.schedule_text == s.schedule_text && j.timezone == s.timezone;
+    let schedule_changed = !same_text && (j.schedule != s.schedule || j.timezone != s.timezone);
     j.name = s.name.clone();
-    j.schedule_text = s.schedule_text.clone();
-    j.schedule = s.schedule.clone();
+    if !same_text {
+        j.schedule_text = s.schedule_text.clone();
+        j.schedule = s.schedule.clone();
+    }
     j.prompt = s.prompt.clone();
     j.skills = s.skills.clone();
     j.deliver = s.deliver.clone();

@@ -11,6 +11,7 @@ mod commands;
 pub mod crash;
 mod deliver;
 mod fire;
+pub mod import;
 mod inbound;
 pub mod inline;
 mod jobs;
@@ -22,7 +23,7 @@ mod turns;
 
 pub use fire::FireStatus;
 pub use inbound::{Inbound, Outcome, REFUSAL};
-pub use jobs::SyncReport;
+pub use jobs::{SKIPPED_JOBS_KEY, SyncReport};
 pub use recovery::Live;
 pub use status::LAST_TICK_KEY;
 pub use tools::job_view;

@@ -159,3 +159,33 @@ impl ManualClock {
         crate::ports::Clock::now(self)
     }
 }
+
+#[tokio::test]
+async fn sync_keeps_a_stored_recurring_bare_duration_and_makes_new_ones_one_shots() {
+    use crate::core::schedule::Schedule;
+    let now: DateTime<Utc> = "2026-03-01T10:00:00Z".parse().unwrap();
+    let home = std::env::temp_dir().join(format!("hz-unit-sync-{}-{:08x}", std::process::id(), rand::random::<u32>()));
+    std::fs::create_dir_all(home.join("cron")).unwrap();
+    let mut app = crate::test_support::app("{}", &Env::default(), now, crate::test_support::CountingLlm::new("ok"));
+    app.home = home.clone();
+    // A job stored before bare durations became one-shots: `30m`, recurring.
+    let file = r#"[{"id":"old","prompt":"p","schedule":"30m"},{"id":"new","prompt":"p","schedule":"45m"}]"#;
+    let spec = crate::core::jobfile::parse_file(file, "f", now, chrono_tz::UTC).unwrap().jobs.remove(0);
+    let mut old = crate::core::job::Job::from_spec(&spec, true, now, chrono_tz::UTC);
+    old.schedule = Schedule::Interval { seconds: 1800 };
+    old.next_run_at = Some(now + Duration::minutes(30));
+    app.store.put_job(&old).await.unwrap();
+    std::fs::write(home.join("cron/jobs.json"), file).unwrap();
+    let r = app.sync_jobs_file().await.unwrap();
+    assert_eq!((r.created.clone(), r.updated.clone()), (vec!["new".to_string()], vec!["old".to_string()]));
+    let old = app.store.get_job("old").await.unwrap().unwrap();
+    assert_eq!(old.schedule, Schedule::Interval { seconds: 1800 }, "a stored recurring schedule stays as it is");
+    let new = app.store.get_job("new").await.unwrap().unwrap();
+    assert_eq!(new.schedule, Schedule::Once { at: now + Duration::minutes(45) });
+    // A later sync does not push the one-shot forward.
+    let later = now + Duration::minutes(10);
+    let app2 = App { clock: Arc::new(ManualClock::new(later)), ..app.clone() };
+    app2.sync_jobs_file().await.unwrap();
+    assert_eq!(app2.store.get_job("new").await.unwrap().unwrap().next_run_at, Some(now + Duration::minutes(45)));
+    std::fs::remove_dir_all(&home).ok();
+}

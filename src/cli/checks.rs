@@ -3,18 +3,29 @@
 use crate::config::Loaded;
 use crate::config::provider;
 use crate::core::jobfile;
+use crate::ports::Store;
 use std::path::Path;
 
-/// Validates jobs.json and the skills its jobs bind, and the timer provider; pushes problems.
-pub async fn jobs_and_provider(home: &Path, cfg: &Loaded, problems: &mut Vec<String>) {
+/// Validates jobs.json (skipped jobs are warnings) and the skills its jobs bind, and the timer
+/// provider; pushes problems. `store` tells which past one-shots are already stored.
+pub async fn jobs_and_provider(home: &Path, cfg: &Loaded, store: Option<&dyn Store>, problems: &mut Vec<String>) {
     let file = home.join(&cfg.settings.cron.jobs_file);
     match std::fs::read_to_string(&file) {
         Err(_) => println!("jobs:     no {} (jobs come from the API, CLI and chat)", file.display()),
         Ok(text) => match jobfile::parse_file(&text, &file.display().to_string(), crate::runtime::clock(cfg).now(), cfg.tz) {
             Err(e) => problems.push(e.to_string()),
-            Ok(specs) => {
-                println!("jobs:     {} declared in {}", specs.len(), file.display());
-                for s in &specs {
+            Ok(mut parsed) => {
+                let stored = match store {
+                    Some(s) => s.list_jobs().await.unwrap_or_default(),
+                    None => Vec::new(),
+                };
+                parsed.skip_new_past_one_shots(|id| stored.iter().any(|j| j.id == id));
+                println!("jobs:     {} declared in {}", parsed.jobs.len(), file.display());
+                // A skipped job is a warning, not a failure: every other job loads.
+                for k in &parsed.skipped {
+                    println!("warning:  {}: skipped {k}", file.display());
+                }
+                for s in &parsed.jobs {
                     for skill in &s.skills {
                         let p = home.join("skills").join(skill).join("SKILL.md");
                         if !p.is_file() {

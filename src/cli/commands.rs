@@ -34,6 +34,10 @@ pub async fn dispatch(cmd: Command, home: PathBuf, cfg: Loaded) -> anyhow::Resul
             Ok(ExitCode::SUCCESS)
         }
         Command::Doctor { create_table } => Ok(doctor(&home, cfg, create_table).await),
+        Command::Import { hermes_home, json } => {
+            let src = hermes_home.unwrap_or_else(|| super::import::default_source(&crate::config::Env::from_process()));
+            super::import::run(runtime::build_app(&home, cfg).await?, &src, json).await
+        }
     }
 }
 
@@ -84,14 +88,22 @@ async fn sessions(app: App, action: SessionsCmd) -> anyhow::Result<ExitCode> {
         SessionsCmd::List { json } => {
             let entries = app.store.list_entries(1000).await?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&entries)?);
+                let mut out = Vec::with_capacity(entries.len());
+                for e in &entries {
+                    let mut v = serde_json::to_value(e)?;
+                    v["title"] = serde_json::json!(app.store.get_session(&e.session_id).await?.and_then(|r| r.title));
+                    out.push(v);
+                }
+                println!("{}", serde_json::to_string_pretty(&out)?);
             } else if entries.is_empty() {
                 println!("no sessions yet");
             } else {
-                println!("{:<48} {:<26} {:>6}  UPDATED", "SESSION KEY", "SESSION ID", "MSGS");
+                println!("{:<48} {:<26} {:>6}  {:<20}  TITLE", "SESSION KEY", "SESSION ID", "MSGS", "UPDATED");
                 for e in entries {
                     let n = app.store.count_messages(&e.session_id).await?;
-                    println!("{:<48} {:<26} {:>6}  {}", e.session_key, e.session_id, n, e.updated_at.format("%Y-%m-%d %H:%M:%SZ"));
+                    let title = app.store.get_session(&e.session_id).await?.and_then(|r| r.title).unwrap_or_default();
+                    let at = e.updated_at.format("%Y-%m-%d %H:%M:%SZ");
+                    println!("{:<48} {:<26} {:>6}  {at:<20}  {title}", e.session_key, e.session_id, n);
                 }
             }
         }
@@ -160,17 +172,27 @@ async fn doctor(home: &std::path::Path, cfg: Loaded, create_table: bool) -> Exit
             Err(e) => problems.push(e.to_string()),
         }
     }
-    match runtime::open_store(home, &cfg).await {
+    let store = match runtime::open_store(home, &cfg).await {
         Ok(s) => match s.list_entries(1).await {
-            Ok(_) => println!("store:    {} ok", s.kind()),
-            Err(e) if s.kind() == "dynamodb" && !create_table => {
-                problems.push(format!("store is not readable: {e} (a new table is made by `hermes-zero doctor --create-table`)"))
+            Ok(_) => {
+                println!("store:    {} ok", s.kind());
+                Some(s)
             }
-            Err(e) => problems.push(format!("store is not readable: {e}")),
+            Err(e) if s.kind() == "dynamodb" && !create_table => {
+                problems.push(format!("store is not readable: {e} (a new table is made by `hermes-zero doctor --create-table`)"));
+                None
+            }
+            Err(e) => {
+                problems.push(format!("store is not readable: {e}"));
+                None
+            }
         },
-        Err(e) => problems.push(e.to_string()),
-    }
-    super::checks::jobs_and_provider(home, &cfg, &mut problems).await;
+        Err(e) => {
+            problems.push(e.to_string());
+            None
+        }
+    };
+    super::checks::jobs_and_provider(home, &cfg, store.as_deref(), &mut problems).await;
     let tg = &cfg.secrets;
     if tg.telegram_bot_token.is_some() && tg.telegram_webhook_secret.is_none() {
         problems.push("TELEGRAM_BOT_TOKEN is set but TELEGRAM_WEBHOOK_SECRET is not: the webhook would refuse every update".into());

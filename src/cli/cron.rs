@@ -69,13 +69,23 @@ async fn exec(app: &App, cmd: CronCmd) -> Result<(), AppError> {
                 .into_iter()
                 .filter(|j| all || j.armed() || j.state == crate::core::job::JobState::Paused)
                 .collect();
+            let skipped = if all { app.skipped_jobs().await? } else { Vec::new() };
             if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&jobs.iter().map(crate::app::job_view).collect::<Vec<_>>()).unwrap_or_default()
+                let mut out: Vec<Value> = jobs.iter().map(crate::app::job_view).collect();
+                out.extend(
+                    skipped
+                        .iter()
+                        .map(|k| json!({"id": k.id, "state": "skipped", "skip_reason": k.reason, "source": "jobs.json", "index": k.index})),
                 );
+                println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
             } else {
                 print_jobs(app, &jobs);
+                if !skipped.is_empty() {
+                    println!("\nskipped from jobs.json (fix the file, then `hermes-zero cron sync`):");
+                    for k in &skipped {
+                        println!("  {k}");
+                    }
+                }
             }
         }
         CronCmd::Add { schedule, prompt, flags } => {
@@ -87,7 +97,7 @@ async fn exec(app: &App, cmd: CronCmd) -> Result<(), AppError> {
             let spec = jobfile::parse_job(&v, app.clock.now(), app.cfg.tz).map_err(AppError::BadRequest)?;
             let j = app.create_job(spec, false).await?;
             println!("{}", j.id);
-            eprintln!("created `{}` ({}), next run {}", j.name, j.schedule.display(), fmt_time(app, j.next_run_at));
+            tracing::info!("created `{}` ({}), next run {}", j.name, j.schedule.display(), fmt_time(app, j.next_run_at));
         }
         CronCmd::Edit { id, schedule, prompt, flags } => {
             let mut v = json!({});
@@ -146,7 +156,14 @@ async fn exec(app: &App, cmd: CronCmd) -> Result<(), AppError> {
         }
         CronCmd::Sync => {
             let r = app.sync_jobs_file().await?;
-            println!("{}: {} created, {} updated, {} disabled", r.file, r.created.len(), r.updated.len(), r.disabled.len());
+            println!(
+                "{}: {} created, {} updated, {} disabled, {} skipped",
+                r.file,
+                r.created.len(),
+                r.updated.len(),
+                r.disabled.len(),
+                r.skipped.len()
+            );
         }
         CronCmd::Tick => {
             ticker::tick(app, true).await;

@@ -211,9 +211,10 @@ impl SessionId {
         Self(name)
     }
 
-    /// Parses a chat session id (exact shape) or a cron run session name.
+    /// Parses a chat session id (exact shape), a session id imported from Hermes
+    /// (`YYYYMMDD_HHMMSS_` and 4–32 lowercase hex digits), or a cron run session name.
     pub fn parse(s: &str) -> Result<Self, IdError> {
-        if is_chat_session_id(s) || (s.starts_with("cron_") && !s.contains(char::is_whitespace)) {
+        if is_chat_session_id(s) || is_hermes_session_id(s) || (s.starts_with("cron_") && !s.contains(char::is_whitespace)) {
             Ok(Self(s.to_string()))
         } else {
             Err(IdError::SessionId(s.to_string()))
@@ -224,6 +225,17 @@ impl SessionId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+}
+
+/// Hermes' own ids: the same date and time, then 6 (CLI) or 8 (gateway) hex digits.
+fn is_hermes_session_id(s: &str) -> bool {
+    let b = s.as_bytes();
+    (20..=47).contains(&b.len())
+        && b[..8].iter().all(u8::is_ascii_digit)
+        && b[8] == b'_'
+        && b[9..15].iter().all(u8::is_ascii_digit)
+        && b[15] == b'_'
+        && b[16..].iter().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
 }
 
 fn is_chat_session_id(s: &str) -> bool {
@@ -284,6 +296,9 @@ mod tests {
         assert!(SessionId::parse(id.as_str()).is_ok());
         assert!(SessionId::parse("20261201_080509_ABCDEF12").is_err());
         assert!(SessionId::parse("../etc").is_err());
+        // Hermes' CLI ids carry 6 hex digits.
+        assert!(SessionId::parse("20250305_091523_a1b2c3").is_ok());
+        assert!(SessionId::parse("20250305_091523_a1b").is_err());
     }
 
     proptest! {

@@ -1,6 +1,8 @@
 //! jobs.json and job definitions (CONTRACT §6): both the seed's short form (`description`,
 //! `skill`, `deliver_to`) and Hermes' own form (`prompt`, `skills`, `deliver`, `repeat`,
-//! parsed `schedule` objects). Unknown fields are kept; errors name the job index and reason.
+//! parsed `schedule` objects). Unknown fields are kept. A job that cannot be loaded is skipped
+//! with its index and reason and every other job loads; only a file that is not a job list
+//! at all is refused.
 
 use crate::core::job::{JobOrigin, Repeat, valid_id};
 use crate::core::schedule::{self, Schedule, ScheduleError};
@@ -72,37 +74,92 @@ const KNOWN: &[&str] = &[
     "origin",
 ];
 
-/// Parses a whole jobs.json text (`{"jobs":[…]}` or a bare list). All or nothing.
-pub fn parse_file(text: &str, file: &str, now: DateTime<Utc>, tz: Tz) -> Result<Vec<JobSpec>, JobFileError> {
-    let err = |index, id: &str, reason: String| JobFileError {
-        file: file.to_string(),
-        index,
-        id: if id.is_empty() { id.into() } else { format!(" ({id})") },
-        reason,
-    };
-    let v: Value = serde_json::from_str(text).map_err(|e| JobFileError {
-        file: file.into(),
-        index: 0,
-        id: String::new(),
-        reason: format!("not valid JSON: {e}"),
-    })?;
+/// A job of jobs.json that was not loaded, and why (shown by `cron list --all`, `doctor` and
+/// the dashboard).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SkippedJob {
+    /// 0-based index in the `jobs` array.
+    pub index: usize,
+    /// The job's id (or name) when it has one.
+    #[serde(default)]
+    pub id: Option<String>,
+    /// Why it was skipped.
+    pub reason: String,
+}
+
+impl std::fmt::Display for SkippedJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.id {
+            Some(id) => write!(f, "job #{} ({id}): {}", self.index, self.reason),
+            None => write!(f, "job #{}: {}", self.index, self.reason),
+        }
+    }
+}
+
+/// A parsed jobs.json: the jobs that load and the ones skipped.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JobFile {
+    /// Valid jobs, in file order.
+    pub jobs: Vec<JobSpec>,
+    /// Jobs that could not be loaded.
+    pub skipped: Vec<SkippedJob>,
+    /// Index in the file of each loaded job.
+    index_of: std::collections::HashMap<String, usize>,
+}
+
+impl JobFile {
+    /// Moves the past one-shots for which `exists` is false to `skipped`: a job already in the
+    /// store keeps its (finished) one-shot, a new one would never run.
+    pub fn skip_new_past_one_shots(&mut self, exists: impl Fn(&str) -> bool) {
+        let (keep, past): (Vec<_>, Vec<_>) = std::mem::take(&mut self.jobs).into_iter().partition(|s| !s.past_one_shot || exists(&s.id));
+        self.jobs = keep;
+        for s in past {
+            let index = self.index_of.get(&s.id).copied().unwrap_or_default();
+            self.skipped.push(SkippedJob {
+                index,
+                id: Some(s.id.clone()),
+                reason: format!("the one-shot time ({}) is in the past", s.schedule_text),
+            });
+        }
+        self.skipped.sort_by_key(|k| k.index);
+    }
+}
+
+/// Parses a whole jobs.json text (`{"jobs":[…]}` or a bare list). A job that cannot be loaded is
+/// skipped with its reason; only a text that is not a job list is refused.
+pub fn parse_file(text: &str, file: &str, now: DateTime<Utc>, tz: Tz) -> Result<JobFile, JobFileError> {
+    let refuse = |reason: String| JobFileError { file: file.into(), index: 0, id: String::new(), reason };
+    let v: Value = serde_json::from_str(text).map_err(|e| refuse(format!("not valid JSON: {e}")))?;
     let list = match (&v, v.get("jobs")) {
         (Value::Array(a), _) | (Value::Object(_), Some(Value::Array(a))) => a,
-        _ => {
-            let reason = "expected {\"jobs\": [...]} or a list of jobs".into();
-            return Err(JobFileError { file: file.into(), index: 0, id: String::new(), reason });
-        }
+        _ => return Err(refuse("expected {\"jobs\": [...]} or a list of jobs".into())),
     };
-    let mut out: Vec<JobSpec> = Vec::with_capacity(list.len());
-    for (i, j) in list.iter().enumerate() {
-        let id = j.get("id").and_then(Value::as_str).unwrap_or_default();
-        let spec = parse_job(j, now, tz).map_err(|r| err(i, id, r))?;
-        if out.iter().any(|o| o.id == spec.id) {
-            return Err(err(i, &spec.id, "duplicate id".into()));
+    let mut out = JobFile::default();
+    for (index, j) in list.iter().enumerate() {
+        let label = ["id", "name"].iter().find_map(|k| j.get(*k).and_then(Value::as_str)).map(str::to_string);
+        let skip = |reason: String| SkippedJob { index, id: label.clone(), reason };
+        match unsupported(j).map_or_else(|| parse_job(j, now, tz), Err) {
+            Err(reason) => out.skipped.push(skip(reason)),
+            Ok(spec) if out.jobs.iter().any(|o| o.id == spec.id) => out.skipped.push(skip(format!("duplicate id `{}`", spec.id))),
+            Ok(spec) => {
+                out.index_of.insert(spec.id.clone(), index);
+                out.jobs.push(spec);
+            }
         }
-        out.push(spec);
     }
     Ok(out)
+}
+
+/// Hermes job kinds hermes-zero cannot run: a `script` job or a `no_agent` job.
+fn unsupported(j: &Value) -> Option<String> {
+    if j.get("no_agent").and_then(Value::as_bool) == Some(true) {
+        return Some("a `no_agent` job (runs without the agent) is not supported by hermes-zero".into());
+    }
+    match j.get("script") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.trim().is_empty() => None,
+        Some(_) => Some("a `script` job is not supported by hermes-zero".into()),
+    }
 }
 
 fn string_list(v: &Value, field: &str) -> Result<Vec<String>, String> {
@@ -236,6 +293,9 @@ pub fn parse_job(j: &Value, now: DateTime<Utc>, tz: Tz) -> Result<JobSpec, Strin
     let prompt = opt_str(j, "prompt")?.or(opt_str(j, "description")?).ok_or("`prompt` (or `description`) is required")?;
     let mut skills = string_list(j.get("skills").unwrap_or(&Value::Null), "skills")?;
     skills.extend(string_list(j.get("skill").unwrap_or(&Value::Null), "skill")?);
+    // `skills` and the legacy `skill` naming the same skill inject it once.
+    let mut seen = std::collections::HashSet::new();
+    skills.retain(|s| seen.insert(s.clone()));
     for s in &skills {
         if !valid_id(s) {
             return Err(format!("invalid skill name `{s}`"));

@@ -231,3 +231,22 @@ impl Message {
         Self { role, content: content.into(), tool_calls: Vec::new(), tool_call_id: None, at, platform_message_id: None }
     }
 }
+
+/// A conversation read from another agent's store (Hermes' `state.db`), to import as is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportedSession {
+    /// Its id there, kept as the session id here.
+    pub id: String,
+    /// Where it happened there: `cli`, `telegram`, `discord`, `cron`, …
+    pub source: String,
+    /// The user, when known.
+    pub user_id: Option<String>,
+    /// Title, when it has one.
+    pub title: Option<String>,
+    /// Start.
+    pub started_at: DateTime<Utc>,
+    /// End, if it ended.
+    pub ended_at: Option<DateTime<Utc>>,
+    /// Why it ended.
+    pub end_reason: Option<String>,
+}

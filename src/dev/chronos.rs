@@ -57,8 +57,10 @@ pub fn load_or_create_key(home: &Path) -> anyhow::Result<Vec<u8>> {
     let der = doc.as_ref().to_vec();
     let b64 = STANDARD.encode(&der);
     let body: Vec<String> = b64.as_bytes().chunks(64).map(|c| String::from_utf8_lossy(c).into_owned()).collect();
-    std::fs::create_dir_all(path.parent().unwrap_or(home))?;
-    std::fs::write(&path, format!("-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n", body.join("\n")))?;
+    crate::runtime::private::write_private(
+        &path,
+        &format!("-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n", body.join("\n")),
+    )?;
     Ok(der)
 }
 

@@ -2,6 +2,7 @@
 
 #[cfg(feature = "aws")]
 pub mod lambda;
+pub mod private;
 pub mod serve;
 pub mod ticker;
 

@@ -6,7 +6,6 @@ use crate::http::{HttpState, router};
 use rand::Rng;
 use secrecy::SecretString;
 use std::future::Future;
-use std::path::Path;
 use std::sync::Arc;
 use tokio::net::TcpListener;
 
@@ -23,22 +22,9 @@ pub fn api_key(app: &App) -> std::io::Result<SecretString> {
         return Ok(SecretString::from(k.trim().to_string()));
     }
     let key: String = rand::rng().sample_iter(rand::distr::Alphanumeric).take(40).map(char::from).collect();
-    write_private(&path, &key)?;
+    super::private::write_private(&path, &key)?;
     eprintln!("API_SERVER_KEY is not set: created a random API key in {} (mode 0600)", path.display());
     Ok(SecretString::from(key))
-}
-
-fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    if let Some(d) = path.parent() {
-        std::fs::create_dir_all(d)?;
-    }
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
-    let mut f = opts.open(path)?;
-    f.write_all(text.as_bytes())
 }
 
 /// Resolves when SIGTERM or SIGINT arrives.

@@ -39,6 +39,17 @@ impl SqliteStore {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(backend)?;
         }
+        // Created 0600 before SQLite opens it: SQLite gives the -wal and -shm files the mode of
+        // the database file, so the whole store stays private (conversations live here).
+        let mut create = std::fs::OpenOptions::new();
+        create.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut create, 0o600);
+        match create.open(path) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(backend(e)),
+        }
         let mut conn = Connection::open(path).map_err(backend)?;
         conn.busy_timeout(std::time::Duration::from_secs(15)).map_err(backend)?;
         conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;").map_err(backend)?;

@@ -11,7 +11,9 @@ fn now() -> DateTime<Utc> {
 
 #[test]
 fn the_seed_loads_unchanged() {
-    let jobs = parse_file(SEED, "jobs.json", now(), Tz::UTC).unwrap();
+    let file = parse_file(SEED, "jobs.json", now(), Tz::UTC).unwrap();
+    assert!(file.skipped.is_empty());
+    let jobs = file.jobs;
     let ids: Vec<&str> = jobs.iter().map(|j| j.id.as_str()).collect();
     assert_eq!(ids, ["daily-news-summary", "weekly-code-review", "health-check"]);
     assert_eq!(jobs[0].skills, ["ai-news-summarizer"]);
@@ -33,7 +35,7 @@ fn hermes_own_form_with_parsed_schedules_and_unknown_fields() {
       {"id":"b","prompt":"p","schedule":{"kind":"interval","minutes":30},"repeat":"forever"},
       {"id":"c","prompt":"p","schedule":{"kind":"once","run_at":"2026-12-24T18:00:00"},"repeat":"once","timezone":"Europe/Berlin"}
     ]"#;
-    let jobs = parse_file(text, "jobs.json", now(), Tz::UTC).unwrap();
+    let jobs = parse_file(text, "jobs.json", now(), Tz::UTC).unwrap().jobs;
     assert_eq!(jobs[0].deliver, ["telegram:-100123", "origin"]);
     assert_eq!(jobs[0].repeat, Repeat { times: Some(3), completed: 1 });
     assert_eq!(jobs[0].extra.get("custom"), Some(&serde_json::json!(42)));
@@ -44,27 +46,76 @@ fn hermes_own_form_with_parsed_schedules_and_unknown_fields() {
 }
 
 #[test]
-fn malformed_files_name_the_index_and_reason() {
+fn a_bad_job_is_skipped_with_its_reason_and_the_others_load() {
     let cases = [
         (
             r#"{"jobs": [{"id":"ok","prompt":"p","schedule":"every 1h"}, {"id":"bad","prompt":"p","schedule":"whenever"}]}"#,
             1,
             "accepted forms",
         ),
-        (r#"[{"id":"x","schedule":"every 1h"}]"#, 0, "prompt"),
-        (r#"[{"id":"x","prompt":"p","schedule":"every 1h","deliver":"telegram:a b"}]"#, 0, "delivery target"),
-        (r#"[{"id":"x","prompt":"p","schedule":"every 1h"},{"id":"x","prompt":"p","schedule":"every 2h"}]"#, 1, "duplicate id"),
-        (r#"[{"id":"x y","prompt":"p","schedule":"every 1h"}]"#, 0, "invalid id"),
-        (r#"[{"id":"x","prompt":"p","schedule":"every 1h","timezone":"Mars/Base"}]"#, 0, "IANA"),
-        (r#"[{"id":"x","prompt":"p","schedule":"every 1h","repeat":-1}]"#, 0, "repeat"),
-        (r#"{"jobs": 3}"#, 0, "expected"),
-        (r#"{"jobs": ["#, 0, "not valid JSON"),
+        (r#"[{"id":"ok","prompt":"p","schedule":"every 1h"},{"id":"x","schedule":"every 1h"}]"#, 1, "prompt"),
+        (
+            r#"[{"id":"x","prompt":"p","schedule":"every 1h","deliver":"telegram:a b"},{"id":"ok","prompt":"p","schedule":"every 1h"}]"#,
+            0,
+            "delivery target",
+        ),
+        (r#"[{"id":"ok","prompt":"p","schedule":"every 1h"},{"id":"ok","prompt":"p","schedule":"every 2h"}]"#, 1, "duplicate id"),
+        (r#"[{"id":"x y","prompt":"p","schedule":"every 1h"},{"id":"ok","prompt":"p","schedule":"every 1h"}]"#, 0, "invalid id"),
+        (
+            r#"[{"id":"x","prompt":"p","schedule":"every 1h","timezone":"Mars/Base"},{"id":"ok","prompt":"p","schedule":"every 1h"}]"#,
+            0,
+            "IANA",
+        ),
+        (r#"[{"id":"ok","prompt":"p","schedule":"every 1h"},{"id":"x","prompt":"p","schedule":"every 1h","repeat":-1}]"#, 1, "repeat"),
+        (
+            r#"[{"id":"ok","prompt":"p","schedule":"every 1h"},{"id":"s","prompt":"p","schedule":"every 1h","script":"backup.sh"}]"#,
+            1,
+            "`script`",
+        ),
+        (
+            r#"[{"id":"n","prompt":"p","schedule":"every 1h","no_agent":true},{"id":"ok","prompt":"p","schedule":"every 1h"}]"#,
+            0,
+            "no_agent",
+        ),
+        (r#"[{"id":"ok","prompt":"p","schedule":"every 1h"}, 7]"#, 1, "JSON object"),
     ];
     for (text, index, needle) in cases {
+        let f = parse_file(text, "/h/cron/jobs.json", now(), Tz::UTC).unwrap();
+        assert_eq!(f.jobs.iter().map(|j| j.id.as_str()).collect::<Vec<_>>(), ["ok"], "{text}");
+        assert_eq!(f.skipped.len(), 1, "{text}");
+        assert_eq!(f.skipped[0].index, index, "{text}");
+        assert!(f.skipped[0].reason.contains(needle), "{text}: {}", f.skipped[0]);
+    }
+}
+
+#[test]
+fn a_file_that_is_not_a_job_list_is_refused() {
+    for (text, needle) in [(r#"{"jobs": 3}"#, "expected"), (r#"{"jobs": ["#, "not valid JSON"), ("42", "expected")] {
         let e = parse_file(text, "/h/cron/jobs.json", now(), Tz::UTC).unwrap_err();
-        assert_eq!(e.index, index, "{text}");
         assert!(e.to_string().contains(needle) && e.to_string().starts_with("/h/cron/jobs.json: job #"), "{e}");
     }
+}
+
+#[test]
+fn new_past_one_shots_are_skipped_stored_ones_kept() {
+    let text = r#"[{"id":"old","prompt":"p","schedule":"2020-01-01T00:00:00Z"},{"id":"new","prompt":"p","schedule":"2020-01-01"}]"#;
+    let mut f = parse_file(text, "jobs.json", now(), Tz::UTC).unwrap();
+    assert_eq!(f.jobs.len(), 2);
+    f.skip_new_past_one_shots(|id| id == "old");
+    assert_eq!(f.jobs.iter().map(|j| j.id.as_str()).collect::<Vec<_>>(), ["old"]);
+    assert_eq!(f.skipped[0].index, 1);
+    assert!(f.skipped[0].reason.contains("in the past"), "{}", f.skipped[0]);
+}
+
+#[test]
+fn skills_and_legacy_skill_naming_the_same_skill_count_once() {
+    let j = parse_job(
+        &serde_json::json!({"id":"x","prompt":"p","schedule":"every 1h","skills":["news","news","code"],"skill":"news"}),
+        now(),
+        Tz::UTC,
+    )
+    .unwrap();
+    assert_eq!(j.skills, ["news", "code"]);
 }
 
 #[test]

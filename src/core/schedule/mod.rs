@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// The forms `parse` accepts; every [`ScheduleError`] message ends with this text.
-pub const ACCEPTED: &str = "accepted forms: `every 30m` / `every 2h` / `every 1d` (or bare `30m`), `in 30m` (one-shot), 5-field cron `0 8 * * *` (6-field with seconds, names like MON-FRI/JAN, @daily/@hourly/@weekly), phrases like `every weekday at 9am`, `every monday 9:30`, `daily at 14:00`, `weekends at noon`, or an ISO time `2026-12-01T09:00` (with `Z` or an offset)";
+pub const ACCEPTED: &str = "accepted forms: `every 30m` / `every 2h` / `every 1d` (recurring), `30m` or `in 30m` (one-shot), 5-field cron `0 8 * * *` (6-field with seconds first, names like MON-FRI/JAN, @daily/@hourly/@weekly), phrases like `every weekday at 9am`, `every monday 9:30`, `daily at 14:00`, `weekends at noon`, an ISO time `2026-12-01T09:00` (with `Z` or an offset) or a date `2027-06-15` (local midnight)";
 
 /// How far in the past a one-shot time may lie and still be accepted.
 const PAST_TOLERANCE_SECS: i64 = 120;
@@ -100,8 +100,13 @@ pub fn parse(input: &str, now: DateTime<Utc>, tz: Tz) -> Result<Schedule, Schedu
     if looks_like_iso(&tokens) {
         return once_at(parse_iso(&tokens.join("T"), tz)?, now);
     }
-    if let ["in", rest @ ..] = tokens.as_slice() {
-        let secs = duration(rest, false, 1)?.ok_or_else(|| ScheduleError::Unrecognised(text.to_string()))?;
+    // `in 30m`, and a bare `30m` as Hermes reads it: a one-shot, never a repeating reminder.
+    let one_shot = match tokens.as_slice() {
+        ["in", rest @ ..] => Some(duration(rest, false, 1)?.ok_or_else(|| ScheduleError::Unrecognised(text.to_string()))?),
+        rest if !matches!(rest, ["every" | "each", ..]) => duration(rest, false, 1)?,
+        _ => None,
+    };
+    if let Some(secs) = one_shot {
         let at = TimeDelta::try_seconds(secs).and_then(|d| now.checked_add_signed(d));
         return at.map(|at| Schedule::Once { at }).ok_or_else(|| ScheduleError::InvalidInterval(format!("`{text}` is out of range")));
     }
@@ -232,7 +237,7 @@ fn interval_secs(tokens: &[&str]) -> Result<Option<i64>, ScheduleError> {
         ["daily"] => Ok(Some(86_400)),
         ["weekly"] => Ok(Some(604_800)),
         ["every" | "each", rest @ ..] => duration(rest, true, MIN_INTERVAL_SECS),
-        rest => duration(rest, false, MIN_INTERVAL_SECS),
+        _ => Ok(None),
     }
 }
 
@@ -284,10 +289,14 @@ fn looks_like_iso(tokens: &[&str]) -> bool {
     tokens.len() <= 2 && b.len() >= 10 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-'
 }
 
-/// `2026-12-01T09:00[:00[.f]]` with optional `Z` / `±HH[:MM]`; naive times are read in `tz`.
+/// `2026-12-01T09:00[:00[.f]]` with optional `Z` / `±HH[:MM]`; naive times are read in `tz`. A date
+/// alone (`2027-06-15`) is local midnight, as Hermes reads it.
 fn parse_iso(text: &str, tz: Tz) -> Result<DateTime<Utc>, ScheduleError> {
     let bad = || ScheduleError::InvalidDateTime(format!("`{text}` is not an ISO 8601 time like 2026-12-01T09:00"));
     let s = text.trim().to_ascii_uppercase().replacen(' ', "T", 1);
+    if let Ok(date) = chrono::NaiveDate::parse_from_str(&s, "%Y-%m-%d") {
+        return resolve_local(tz, date.and_time(chrono::NaiveTime::MIN)).ok_or_else(bad);
+    }
     let (body, offset) = split_offset(&s).ok_or_else(bad)?;
     let naive =
         ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M"].iter().find_map(|f| NaiveDateTime::parse_from_str(body, f).ok()).ok_or_else(bad)?;

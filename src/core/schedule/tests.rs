@@ -23,7 +23,11 @@ fn table() {
         ("every 30m", ok(I { seconds: 1800 })),
         ("every 2h", ok(I { seconds: 7200 })),
         ("every 1d", ok(I { seconds: 86_400 })),
-        ("30m", ok(I { seconds: 1800 })),
+        ("30m", ok(O { at: t("2026-01-15T12:30:00Z") })),
+        ("2h", ok(O { at: t("2026-01-15T14:00:00Z") })),
+        ("45 minutes", ok(O { at: t("2026-01-15T12:45:00Z") })),
+        ("0m", Err("positive")),
+        ("hourly", ok(I { seconds: 3600 })),
         ("  EVERY 45 Minutes ", ok(I { seconds: 2700 })),
         ("every 3 hrs", ok(I { seconds: 10_800 })),
         ("every hour", ok(I { seconds: 3600 })),
@@ -83,7 +87,11 @@ fn table() {
         ("2026-01-15T11:59Z", ok(O { at: t("2026-01-15T11:59:00Z") })),
         ("2025-01-01T00:00Z", Err("is in the past")),
         ("2026-13-01T09:00", Err("not an ISO 8601")),
-        ("2026-12-01", Err("not an ISO 8601")),
+        ("2026-12-01", ok(O { at: t("2026-11-30T23:00:00Z") })),
+        ("2027-06-15", ok(O { at: t("2027-06-14T22:00:00Z") })),
+        ("2025-06-15", Err("is in the past")),
+        ("2026-02-30", Err("not an ISO 8601")),
+        ("0 30 8 * * *", ok(cron("0 30 8 * * *"))),
         ("0 8 * *", Err("unrecognised")),
         ("hello", Err("unrecognised")),
         ("   ", Err("empty")),
@@ -99,6 +107,25 @@ fn table() {
         }
     }
     assert_eq!(parse(&"x".repeat(300), now(), UTC), Err(ScheduleError::TooLong(300)));
+}
+
+#[test]
+fn six_field_cron_is_seconds_first() {
+    // `0 30 8 * * *` is 08:30:00, not minute 0 of hour 30.
+    assert_eq!(cron("0 30 8 * * *").next_after(now(), UTC), Some(t("2026-01-16T08:30:00Z")));
+    assert_eq!(cron("15 0 * * * *").next_after(now(), UTC), Some(t("2026-01-15T12:00:15Z")));
+}
+
+#[test]
+fn bare_duration_is_a_one_shot_but_stored_intervals_stay_recurring() {
+    // Hermes reads `30m` as "once, in 30 minutes"; only `every 30m` repeats.
+    let s = parse("30m", now(), UTC).unwrap();
+    assert!(!s.is_recurring());
+    assert_eq!(s.next_after(now() + TimeDelta::minutes(30), UTC), None);
+    // A job stored before this change kept its parsed schedule; the record still decodes to it.
+    let stored: Schedule = serde_json::from_str(r#"{"kind":"interval","seconds":1800}"#).unwrap();
+    assert_eq!(stored, Schedule::Interval { seconds: 1800 });
+    assert!(stored.is_recurring());
 }
 
 #[test]

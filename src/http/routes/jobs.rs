@@ -13,10 +13,11 @@ use std::sync::Arc;
 
 type Res = Result<Json<Value>, ApiError>;
 
-/// All jobs.
+/// All jobs, and the jobs.json entries the last sync skipped (with their reasons).
 pub async fn list(_: ApiKey, State(s): State<Arc<HttpState>>) -> Res {
     let jobs = s.app.store.list_jobs().await.map_err(AppError::from)?;
-    Ok(Json(json!({"jobs": jobs.iter().map(job_view).collect::<Vec<_>>()})))
+    let skipped = s.app.skipped_jobs().await?;
+    Ok(Json(json!({"jobs": jobs.iter().map(job_view).collect::<Vec<_>>(), "skipped": skipped})))
 }
 
 /// Creates a job from a jobs.json-style object.

@@ -152,7 +152,18 @@
     const data = await api('GET', 'api/jobs');
     st.jobs = data.jobs || [];
     renderJobs();
+    renderSkipped(data.skipped || []);
     await Promise.all([...st.open].map((id) => loadRuns(id)));
+  }
+
+  function renderSkipped(list) {
+    const items = list.map((k) => {
+      const li = document.createElement('li');
+      li.textContent = `#${k.index}${k.id ? ` (${k.id})` : ''}: ${k.reason}`;
+      return li;
+    });
+    $('jobs-skipped').replaceChildren(...items);
+    $('jobs-skipped-wrap').hidden = items.length === 0;
   }
 
   function sortJobs() {

@@ -1,0 +1,263 @@
+//! `hermes-zero import`: bringing a Hermes home over — its sessions (through the `Store` port,
+//! so SQLite and DynamoDB alike) and its files (SOUL.md, skills, jobs.json, memory files).
+//!
+//! Idempotent: a session already in the store, or a file already in this home, is left
+//! alone. A session becomes visible only with its last write (entry + record), so an
+//! interrupted import leaves nothing half-shown, and the next run resumes it.
+
+use crate::app::{App, AppError};
+use crate::core::ids::{ChatType, Origin, SessionId, SessionKey};
+use crate::core::job::valid_id;
+use crate::core::session::{ImportedSession, Message, SessionEntry, SessionRecord};
+use crate::ports::{SessionChange, StoreError};
+use std::path::Path;
+
+/// Messages per store write: DynamoDB allows 100 items per transaction (entry, record and
+/// counter included).
+const CHUNK: usize = 90;
+
+/// What importing one session did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionImport {
+    /// Written, with this many messages.
+    Imported(usize),
+    /// Already in the store; nothing written.
+    Present,
+}
+
+/// The session key an imported session lives under: its own key per session, on the
+/// platform it came from, so it is listed and can be read but never receives a live chat
+/// (`agent:main:<source>:dm:imported-<id>`).
+pub fn imported_key(s: &ImportedSession) -> Result<(SessionKey, Origin), AppError> {
+    let clean: String = s.source.to_ascii_lowercase().chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-').collect();
+    let platform = if clean.is_empty() { "hermes".to_string() } else { clean };
+    let user = s.user_id.as_deref().filter(|u| !u.is_empty() && !u.contains(':') && !u.contains(char::is_whitespace));
+    let origin = Origin::new(&platform, &format!("imported-{}", s.id), ChatType::Dm, user, None)
+        .map_err(|e| AppError::BadRequest(format!("session {}: {e}", s.id)))?;
+    let key = SessionKey::derive(&origin, Default::default());
+    Ok((key, origin))
+}
+
+impl App {
+    /// Imports one session with its transcript, keeping id, title, times and order. Does
+    /// nothing if a session with that id exists. Long transcripts are appended in chunks
+    /// first; the entry and record are written last, with the final chunk, in one write.
+    pub async fn import_session(&self, s: &ImportedSession, messages: &[Message]) -> Result<SessionImport, AppError> {
+        let id = SessionId::parse(&s.id).map_err(|e| AppError::BadRequest(format!("session `{}`: {e}", s.id)))?;
+        if self.store.get_session(&id).await?.is_some() {
+            return Ok(SessionImport::Present);
+        }
+        let (key, origin) = imported_key(s)?;
+        // A previous run may have stopped after some chunks: resume after what is there.
+        let done = usize::try_from(self.store.count_messages(&id).await?).unwrap_or(usize::MAX).min(messages.len());
+        let rest = &messages[done..];
+        let (early, last) = rest.split_at(rest.len().saturating_sub(CHUNK));
+        for chunk in early.chunks(CHUNK) {
+            self.store.append_messages(&id, chunk, None).await?;
+        }
+        let last_at = messages.last().map(|m| m.at).into_iter().chain(s.ended_at).chain([s.started_at]).max().unwrap_or(s.started_at);
+        let mut entry = SessionEntry::new(key.clone(), id.clone(), origin.clone(), s.started_at);
+        entry.updated_at = last_at;
+        let record = SessionRecord {
+            session_id: id.clone(),
+            session_key: key,
+            platform: origin.platform,
+            title: s.title.clone(),
+            started_at: s.started_at,
+            ended_at: None,
+            end_reason: None,
+        };
+        let mut changes = vec![SessionChange::Start(record)];
+        if !last.is_empty() {
+            changes.push(SessionChange::Append { session_id: id.clone(), messages: last.to_vec() });
+        }
+        if let Some(at) = s.ended_at {
+            let reason = s.end_reason.clone().filter(|r| !r.is_empty()).unwrap_or_else(|| "ended".into());
+            changes.push(SessionChange::End { session_id: id.clone(), reason, at });
+        }
+        match self.store.put_entry(&entry, &changes).await {
+            Ok(_) => Ok(SessionImport::Imported(messages.len())),
+            // Someone else imported it at the same moment.
+            Err(StoreError::Conflict(_)) if self.store.get_session(&id).await?.is_some() => Ok(SessionImport::Present),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// What copying a file or directory did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Copied {
+    /// Copied.
+    Yes,
+    /// The source does not exist.
+    NoSource,
+    /// The destination already has the same content.
+    Same,
+    /// The destination exists with other content; kept.
+    Kept,
+}
+
+/// Copies one file unless the destination exists (idempotent; never overwrites).
+pub fn copy_file(from: &Path, to: &Path) -> std::io::Result<Copied> {
+    if !from.is_file() {
+        return Ok(Copied::NoSource);
+    }
+    if to.exists() {
+        return Ok(if std::fs::read(from)? == std::fs::read(to)? { Copied::Same } else { Copied::Kept });
+    }
+    if let Some(dir) = to.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::copy(from, to)?;
+    Ok(Copied::Yes)
+}
+
+/// Copies a directory tree (regular files and directories; symlinks are not followed).
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let t = e.file_type()?;
+        if t.is_dir() {
+            copy_tree(&e.path(), &to.join(e.file_name()))?;
+        } else if t.is_file() {
+            std::fs::copy(e.path(), to.join(e.file_name()))?;
+        }
+    }
+    Ok(())
+}
+
+/// The skills under Hermes' `skills/` (flat or in category folders): every directory with a
+/// `SKILL.md`, by directory name. Hidden directories are skipped.
+pub fn find_skills(dir: &Path, depth: usize, out: &mut Vec<std::path::PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut dirs: Vec<_> = entries.filter_map(Result::ok).filter(|e| e.file_type().is_ok_and(|t| t.is_dir())).map(|e| e.path()).collect();
+    dirs.sort();
+    for d in dirs {
+        let Some(name) = d.file_name().and_then(|n| n.to_str()) else { continue };
+        if name.starts_with('.') {
+            continue;
+        }
+        if d.join("SKILL.md").is_file() {
+            out.push(d);
+        } else if depth > 0 {
+            find_skills(&d, depth - 1, out);
+        }
+    }
+}
+
+/// Copies each skill to `<to>/<name>/` unless one of that name is there; returns how many
+/// were copied and the names kept as they were.
+pub fn copy_skills(from: &Path, to: &Path) -> std::io::Result<(usize, Vec<String>)> {
+    let mut found = Vec::new();
+    find_skills(from, 3, &mut found);
+    let (mut copied, mut kept) = (0, Vec::new());
+    for src in found {
+        let Some(name) = src.file_name().and_then(|n| n.to_str()).filter(|n| valid_id(n)) else { continue };
+        let dest = to.join(name);
+        if dest.exists() {
+            if std::fs::read(src.join("SKILL.md")).ok() != std::fs::read(dest.join("SKILL.md")).ok() {
+                kept.push(name.to_string());
+            }
+            continue;
+        }
+        copy_tree(&src, &dest)?;
+        copied += 1;
+    }
+    Ok((copied, kept))
+}
+
+/// Entries of a Hermes memory file: blocks separated by lines holding only `§` (Hermes'
+/// `ENTRY_DELIMITER`), empty ones and repeats not counted (Hermes drops them on load).
+pub fn memory_entries(text: &str) -> usize {
+    let mut seen = std::collections::HashSet::new();
+    let mut entry = String::new();
+    let mut count = 0;
+    for line in text.lines().chain(std::iter::once("§")) {
+        if line.trim() == "§" {
+            let e = entry.trim().to_string();
+            if !e.is_empty() && seen.insert(e) {
+                count += 1;
+            }
+            entry.clear();
+        } else {
+            entry.push_str(line);
+            entry.push('\n');
+        }
+    }
+    count
+}
+
+/// Variable names set in a `.env` file (never their values).
+pub fn env_names(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.strip_prefix("export ").unwrap_or(l).split_once('='))
+        .map(|(k, _)| k.trim().to_string())
+        .filter(|k| {
+            k.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::session::Role;
+    use chrono::{DateTime, Duration, Utc};
+
+    fn session(id: &str, n: usize) -> (ImportedSession, Vec<Message>) {
+        let t0: DateTime<Utc> = "2026-01-01T10:00:00Z".parse().unwrap();
+        let s = ImportedSession {
+            id: id.into(),
+            source: "Telegram!".into(),
+            user_id: Some("7".into()),
+            title: None,
+            started_at: t0,
+            ended_at: None,
+            end_reason: None,
+        };
+        let msgs = (0..n).map(|i| Message::text(Role::User, format!("m{i}"), t0 + Duration::seconds(i as i64))).collect();
+        (s, msgs)
+    }
+
+    #[tokio::test]
+    async fn long_transcripts_import_in_chunks_and_an_interrupted_import_resumes() {
+        let now = "2026-03-01T00:00:00Z".parse().unwrap();
+        let app = crate::test_support::app("{}", &crate::config::Env::default(), now, crate::test_support::CountingLlm::new("x"));
+        let (s, msgs) = session("20260101_100000_abcdef", 200);
+        // A previous run stopped after its first chunk: the transcript exists, the record does not.
+        let id = SessionId::parse(&s.id).unwrap();
+        app.store.append_messages(&id, &msgs[..CHUNK], None).await.unwrap();
+        assert!(app.store.list_entries(10).await.unwrap().is_empty(), "nothing shows before the last write");
+        assert_eq!(app.import_session(&s, &msgs).await.unwrap(), SessionImport::Imported(200));
+        let got = app.store.recent_messages(&id, 1000).await.unwrap();
+        assert_eq!(got.iter().map(|m| m.content.clone()).collect::<Vec<_>>(), msgs.iter().map(|m| m.content.clone()).collect::<Vec<_>>());
+        assert_eq!(app.import_session(&s, &msgs).await.unwrap(), SessionImport::Present);
+        let e = app.store.list_entries(10).await.unwrap();
+        assert_eq!(e[0].session_key.as_str(), "agent:main:telegram:dm:imported-20260101_100000_abcdef");
+        assert_eq!(e[0].updated_at, msgs[199].at);
+        let (bad, m) = session("not an id", 1);
+        assert!(matches!(app.import_session(&bad, &m).await, Err(AppError::BadRequest(_))));
+    }
+
+    #[test]
+    fn memory_entries_follow_hermes_delimiter() {
+        assert_eq!(memory_entries(""), 0);
+        assert_eq!(memory_entries("one fact"), 1);
+        assert_eq!(memory_entries("a\nmultiline\n§\nb\n§\n\n§\na\nmultiline\n"), 2);
+        assert_eq!(memory_entries("x\n § \ny"), 2);
+    }
+
+    #[test]
+    fn env_names_never_values() {
+        let names = env_names("# c\nOPENROUTER_API_KEY=sk-secret\nexport TELEGRAM_BOT_TOKEN = \"1:2\"\nbad line\n=x\nA=1\nA=2\n");
+        assert_eq!(names, ["A", "OPENROUTER_API_KEY", "TELEGRAM_BOT_TOKEN"]);
+    }
+}

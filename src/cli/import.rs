@@ -1,0 +1,131 @@
+//! `hermes-zero import [HERMES_HOME]` (CONTRACT §9): checks Hermes' `state.db` first (so a
+//! file of another schema version, or a locked or corrupt one, imports nothing), then copies
+//! SOUL.md, skills, jobs.json (and syncs it) and the memory files, then imports every session
+//! with its messages. Prints counts; a second run adds nothing.
+
+use crate::app::App;
+use crate::app::import::{Copied, SessionImport, copy_file, copy_skills, env_names, memory_entries};
+use crate::store::hermes_state::HermesState;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// What a run added (`--json` prints exactly these keys).
+#[derive(Debug, Default, Serialize)]
+struct Counts {
+    sessions: usize,
+    messages: usize,
+    jobs: usize,
+    skills: usize,
+    memory_entries: usize,
+}
+
+/// The default Hermes home: `~/.hermes`.
+pub fn default_source(env: &crate::config::Env) -> PathBuf {
+    env.get("HOME").map_or_else(|| PathBuf::from(".hermes"), |h| PathBuf::from(h).join(".hermes"))
+}
+
+/// Runs the import from `src` into the app's home and store.
+pub async fn run(app: App, src: &Path, json: bool) -> anyhow::Result<ExitCode> {
+    if !src.is_dir() {
+        eprintln!("hermes-zero: no Hermes home at {} (pass its path: hermes-zero import DIR)", src.display());
+        return Ok(ExitCode::FAILURE);
+    }
+    if std::fs::canonicalize(src).ok() == std::fs::canonicalize(&app.home).ok() {
+        eprintln!("hermes-zero: {} is this home already; pass a different --home to import into", src.display());
+        return Ok(ExitCode::FAILURE);
+    }
+    let db = src.join("state.db");
+    let state = if db.is_file() {
+        match HermesState::open(&db).and_then(|s| s.sessions().map(|list| (s, list))) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!("hermes-zero: {e}; nothing was imported");
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+    } else {
+        None
+    };
+    let mut counts = Counts::default();
+    let mut notes = copy_files(&app, src, &mut counts).await?;
+    if let Some((state, sessions)) = state {
+        for s in &sessions {
+            let messages = match state.messages(&s.id) {
+                Ok(m) => m,
+                Err(e) => {
+                    eprintln!("hermes-zero: {e}; sessions imported so far are complete, run import again to resume");
+                    return Ok(ExitCode::FAILURE);
+                }
+            };
+            match app.import_session(s, &messages).await {
+                Ok(SessionImport::Imported(n)) => {
+                    counts.sessions += 1;
+                    counts.messages += n;
+                }
+                Ok(SessionImport::Present) => {}
+                Err(crate::app::AppError::BadRequest(m)) => notes.push(format!("skipped {m}")),
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    if let Ok(text) = std::fs::read_to_string(src.join(".env")) {
+        let names = env_names(&text);
+        if !names.is_empty() {
+            notes.push(format!(
+                "{} was not copied (secrets stay where they are); set these variables for hermes-zero: {}",
+                src.join(".env").display(),
+                names.join(", ")
+            ));
+        }
+    }
+    for n in &notes {
+        eprintln!("note: {n}");
+    }
+    if json {
+        println!("{}", serde_json::to_string(&counts)?);
+    } else {
+        println!("imported from {}:", src.display());
+        println!("  sessions:       {} ({} messages)", counts.sessions, counts.messages);
+        println!("  jobs:           {}", counts.jobs);
+        println!("  skills:         {}", counts.skills);
+        println!("  memory entries: {}", counts.memory_entries);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Copies SOUL.md, the memory files, skills and jobs.json (then syncs it); returns notes
+/// about what was kept as it was.
+async fn copy_files(app: &App, src: &Path, counts: &mut Counts) -> anyhow::Result<Vec<String>> {
+    let home = &app.home;
+    let mut notes = Vec::new();
+    let note_kept = |notes: &mut Vec<String>, what: &Path, r: Copied| {
+        if r == Copied::Kept {
+            notes.push(format!("{} exists with other content; kept it (the Hermes copy was not imported)", what.display()));
+        }
+    };
+    note_kept(&mut notes, &home.join("SOUL.md"), copy_file(&src.join("SOUL.md"), &home.join("SOUL.md"))?);
+    for f in ["MEMORY.md", "USER.md"] {
+        let (from, to) = (src.join("memories").join(f), home.join("memories").join(f));
+        let r = copy_file(&from, &to)?;
+        if r == Copied::Yes {
+            counts.memory_entries += memory_entries(&std::fs::read_to_string(&to).unwrap_or_default());
+        }
+        note_kept(&mut notes, &to, r);
+    }
+    let (skills, kept) = copy_skills(&src.join("skills"), &home.join("skills"))?;
+    counts.skills = skills;
+    for k in kept {
+        notes.push(format!("skill `{k}` exists with another SKILL.md; kept it"));
+    }
+    let jobs_file = home.join(&app.cfg.settings.cron.jobs_file);
+    let r = copy_file(&src.join("cron").join("jobs.json"), &jobs_file)?;
+    note_kept(&mut notes, &jobs_file, r);
+    if r != Copied::NoSource {
+        match app.sync_jobs_file().await {
+            Ok(rep) => counts.jobs = rep.created.len(),
+            Err(e) => notes.push(format!("jobs were not synced: {e}")),
+        }
+    }
+    Ok(notes)
+}

@@ -1,0 +1,196 @@
+//! Black-box tests of `hermes-zero import`: a Hermes home with a real `state.db` in Hermes'
+//! schema (3 sessions), 2 jobs, a skill in a category folder, memory files, SOUL.md and a
+//! `.env`; the import, its idempotence, and refusals of corrupt, other-version and locked
+//! state.db files (nothing imported).
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::*;
+use rusqlite::{Connection, params};
+use serde_json::{Value, json};
+
+const SCHEMA: &str = include_str!("fixtures/hermes_state_v30.sql");
+
+/// Hermes' times: Unix seconds as REAL.
+const T0: f64 = 1_767_261_600.25; // 2026-01-01T10:00:00.25Z
+
+fn state_db(path: &std::path::Path, version: i64) -> Connection {
+    let c = Connection::open(path).unwrap();
+    c.execute_batch(SCHEMA).unwrap();
+    c.execute("INSERT INTO schema_version (version) VALUES (?1)", [version]).unwrap();
+    c
+}
+
+fn session(c: &Connection, id: &str, source: &str, title: Option<&str>, started: f64, ended: Option<(f64, &str)>) {
+    c.execute(
+        "INSERT INTO sessions (id, source, user_id, model, title, started_at, ended_at, end_reason) VALUES (?1, ?2, '42', 'anthropic/claude', ?3, ?4, ?5, ?6)",
+        params![id, source, title, started, ended.map(|e| e.0), ended.map(|e| e.1)],
+    )
+    .unwrap();
+}
+
+/// `tool`: the assistant's `tool_calls` JSON, or the tool result's `tool_call_id`.
+fn message(c: &Connection, sid: &str, role: &str, content: Option<&str>, at: f64, tool: (Option<&str>, Option<&str>), active: i64) {
+    c.execute(
+        "INSERT INTO messages (session_id, role, content, tool_calls, tool_call_id, tool_name, timestamp, active) VALUES (?1, ?2, ?3, ?4, ?5, NULL, ?6, ?7)",
+        params![sid, role, content, tool.0, tool.1, at, active],
+    )
+    .unwrap();
+}
+
+/// A Hermes home: 3 sessions (7 live messages), 2 jobs, 1 skill, 3 memory entries.
+fn hermes_home() -> TempHome {
+    let h = TempHome::new("hermes-src");
+    let c = state_db(&h.path().join("state.db"), 30);
+    session(&c, "20260101_100000_a1b2c3d4", "telegram", Some("Trip planning"), T0, None);
+    // Inserted out of time order: Hermes reads a transcript by timestamp, then row id.
+    message(&c, "20260101_100000_a1b2c3d4", "assistant", Some("Lisbon is lovely in May."), T0 + 3.0, (None, None), 1);
+    message(&c, "20260101_100000_a1b2c3d4", "user", Some("Where should I go in May?"), T0 + 1.0, (None, None), 1);
+    let calls = r#"[{"id":"call_1","type":"function","function":{"name":"web_search","arguments":"{\"q\":\"lisbon may\"}"}}]"#;
+    message(&c, "20260101_100000_a1b2c3d4", "assistant", None, T0 + 2.0, (Some(calls), None), 1);
+    message(&c, "20260101_100000_a1b2c3d4", "tool", Some("sunny, 24C"), T0 + 2.5, (None, Some("call_1")), 1);
+    message(&c, "20260101_100000_a1b2c3d4", "user", Some("rewound away"), T0 + 4.0, (None, None), 0);
+    session(&c, "20260102_090000_beef01", "cli", None, T0 + 86_400.0, Some((T0 + 90_000.0, "new_session")));
+    message(&c, "20260102_090000_beef01", "user", Some("hello from the terminal"), T0 + 86_401.0, (None, None), 1);
+    message(&c, "20260102_090000_beef01", "assistant", Some("hi!"), T0 + 86_402.0, (None, None), 1);
+    session(
+        &c,
+        "cron_a1b2c3_20260103_080000",
+        "cron",
+        Some("Morning brief"),
+        T0 + 2.0 * 86_400.0,
+        Some((T0 + 2.0 * 86_400.0 + 5.0, "cron_complete")),
+    );
+    message(&c, "cron_a1b2c3_20260103_080000", "user", Some("brief me"), T0 + 2.0 * 86_400.0 + 1.0, (None, None), 1);
+    drop(c);
+    h.write(
+        "cron/jobs.json",
+        &json!({"jobs": [
+            {"id": "a1b2c3", "name": "Morning brief", "prompt": "Summarise the news", "skills": ["news"], "skill": "news",
+             "schedule": {"kind": "cron", "expr": "0 8 * * *", "display": "0 8 * * *"}, "schedule_display": "0 8 * * *",
+             "repeat": {"times": null, "completed": 3}, "enabled": true, "deliver": "local", "next_run_at": "2026-01-04T08:00:00+00:00"},
+            {"id": "d4e5f6", "name": "Stretch", "prompt": "Time to stand up", "schedule": {"kind": "interval", "minutes": 120, "display": "every 120m"},
+             "deliver": "local", "enabled": true}
+        ], "updated_at": "2026-01-03T08:00:05+00:00"})
+        .to_string(),
+    );
+    h.write("skills/research/news/SKILL.md", "---\nname: news\ndescription: daily news\n---\nRead the news.\n");
+    h.write("skills/research/news/references/sources.md", "- example\n");
+    h.write("skills/.hub/cache.json", "{}");
+    h.write("memories/MEMORY.md", "User's server runs Debian 12\n§\nDeploys go through fly.io\nwith two regions\n");
+    h.write("memories/USER.md", "Prefers short answers\n");
+    h.write("SOUL.md", "You are Hermes.\n");
+    h.write(".env", "# keys\nOPENROUTER_API_KEY=sk-or-very-secret\nTELEGRAM_BOT_TOKEN=1:abc\n");
+    h
+}
+
+fn import(home: &TempHome, src: &std::path::Path) -> std::process::Output {
+    cli(home.path(), &["import", src.to_str().unwrap(), "--json"], &[])
+}
+
+#[test]
+fn a_hermes_home_imports_once_with_ids_titles_times_and_order() {
+    let src = hermes_home();
+    let home = TempHome::new("import-dst");
+    let o = import(&home, src.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let counts: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(counts, json!({"sessions": 3, "messages": 7, "jobs": 2, "skills": 1, "memory_entries": 3}));
+    // The .env is never copied; its variable names (never values) are listed.
+    let err = stderr(&o);
+    assert!(err.contains("OPENROUTER_API_KEY") && err.contains("TELEGRAM_BOT_TOKEN"), "{err}");
+    assert!(!err.contains("very-secret") && !stdout(&o).contains("very-secret"));
+    assert!(!home.path().join(".env").exists());
+    // Files.
+    assert_eq!(std::fs::read_to_string(home.path().join("SOUL.md")).unwrap(), "You are Hermes.\n");
+    assert!(home.path().join("skills/news/SKILL.md").is_file() && home.path().join("skills/news/references/sources.md").is_file());
+    assert!(!home.path().join("skills/.hub").exists());
+    assert!(home.path().join("memories/MEMORY.md").is_file() && home.path().join("memories/USER.md").is_file());
+    // Sessions: listed with their ids and titles.
+    let list: Vec<Value> = serde_json::from_str(&stdout(&cli(home.path(), &["sessions", "list", "--json"], &[]))).unwrap();
+    let mut ids: Vec<(&str, &Value)> = list.iter().map(|e| (e["session_id"].as_str().unwrap(), &e["title"])).collect();
+    ids.sort_by_key(|p| p.0);
+    assert_eq!(
+        ids,
+        [
+            ("20260101_100000_a1b2c3d4", &json!("Trip planning")),
+            ("20260102_090000_beef01", &Value::Null),
+            ("cron_a1b2c3_20260103_080000", &json!("Morning brief"))
+        ]
+    );
+    assert!(list.iter().any(|e| e["session_key"] == "agent:main:telegram:dm:imported-20260101_100000_a1b2c3d4"));
+    let text = stdout(&cli(home.path(), &["sessions", "list"], &[]));
+    assert!(text.contains("Trip planning") && text.contains("20260102_090000_beef01"), "{text}");
+    // A transcript in Hermes' order, with the tool call and its result; times kept.
+    let show: Value =
+        serde_json::from_str(&stdout(&cli(home.path(), &["sessions", "show", "20260101_100000_a1b2c3d4", "--json"], &[]))).unwrap();
+    let roles: Vec<&str> = show["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "assistant"]);
+    assert_eq!(show["messages"][0]["content"], "Where should I go in May?");
+    assert_eq!(show["messages"][1]["tool_calls"][0]["name"], "web_search");
+    assert_eq!(show["messages"][2]["tool_call_id"], "call_1");
+    assert_eq!(show["messages"][3]["content"], "Lisbon is lovely in May.");
+    assert_eq!(show["session"]["title"], "Trip planning");
+    assert!(show["session"]["started_at"].as_str().unwrap().starts_with("2026-01-01T10:00:00.25"), "{}", show["session"]);
+    let cli_s: Value =
+        serde_json::from_str(&stdout(&cli(home.path(), &["sessions", "show", "20260102_090000_beef01", "--json"], &[]))).unwrap();
+    assert_eq!(cli_s["session"]["end_reason"], "new_session");
+    // Jobs synced: the skill bound once.
+    let jobs: Vec<Value> = serde_json::from_str(&stdout(&cli(home.path(), &["cron", "list", "--all", "--json"], &[]))).unwrap();
+    assert_eq!(jobs.len(), 2, "{jobs:?}");
+    assert_eq!(jobs.iter().find(|j| j["id"] == "a1b2c3").unwrap()["skills"], json!(["news"]));
+    // A second run adds nothing.
+    let o = import(&home, src.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let again: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(again, json!({"sessions": 0, "messages": 0, "jobs": 0, "skills": 0, "memory_entries": 0}));
+    let show2: Value =
+        serde_json::from_str(&stdout(&cli(home.path(), &["sessions", "show", "20260101_100000_a1b2c3d4", "--json"], &[]))).unwrap();
+    assert_eq!(show2["messages"].as_array().unwrap().len(), 4);
+    // The plain output prints the counts.
+    let o = cli(home.path(), &["import", src.path().to_str().unwrap()], &[]);
+    assert!(o.status.success() && stdout(&o).contains("sessions:       0 (0 messages)"), "{}", stdout(&o));
+}
+
+/// `state.db` refusals: a clear error, exit 1, nothing imported (not even the files).
+fn refused(src: &TempHome, needle: &str) {
+    let home = TempHome::new("import-refused");
+    let o = import(&home, src.path());
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let err = stderr(&o);
+    assert!(err.contains(needle) && err.contains("nothing was imported"), "{err}");
+    assert!(!home.path().join("SOUL.md").exists() && !home.path().join("skills").exists());
+    let list = stdout(&cli(home.path(), &["sessions", "list"], &[]));
+    assert!(list.contains("no sessions yet"), "{list}");
+}
+
+#[test]
+fn a_corrupt_or_foreign_state_db_imports_nothing() {
+    let src = hermes_home();
+    std::fs::write(src.path().join("state.db"), b"this is not a database, just text pretending to be one..........").unwrap();
+    refused(&src, "not a readable Hermes state.db");
+    // A SQLite file with no Hermes tables.
+    std::fs::remove_file(src.path().join("state.db")).unwrap();
+    Connection::open(src.path().join("state.db")).unwrap().execute_batch("CREATE TABLE t (x);").unwrap();
+    refused(&src, "schema version none");
+}
+
+#[test]
+fn another_schema_version_imports_nothing() {
+    let src = hermes_home();
+    let c = Connection::open(src.path().join("state.db")).unwrap();
+    c.execute("UPDATE schema_version SET version = 99", []).unwrap();
+    drop(c);
+    refused(&src, "schema version 99");
+}
+
+#[test]
+fn a_locked_state_db_imports_nothing() {
+    let src = hermes_home();
+    let c = Connection::open(src.path().join("state.db")).unwrap();
+    c.execute_batch("PRAGMA journal_mode=DELETE; BEGIN EXCLUSIVE;").unwrap();
+    refused(&src, "is locked by another process");
+    c.execute_batch("ROLLBACK;").unwrap();
+}
