@@ -39,7 +39,7 @@ mod tests {
     use crate::core::session::ToolCall;
 
     fn m(role: Role, c: &str) -> Message {
-        Message::text(role, c, Utc::now())
+        Message::text(role, c, DateTime::UNIX_EPOCH)
     }
 
     #[test]
@@ -54,7 +54,7 @@ mod tests {
 
     #[test]
     fn notes_join_the_system_message() {
-        let out = assemble("soul", &["note".into()], &[m(Role::User, "hi")], 200, Utc::now());
+        let out = assemble("soul", &["note".into()], &[m(Role::User, "hi")], 200, DateTime::UNIX_EPOCH);
         assert_eq!(out.len(), 2);
         assert_eq!(out[0].role, Role::System);
         assert_eq!(out[0].content, "soul\n\nnote");
