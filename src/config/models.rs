@@ -264,9 +264,11 @@ fn resolve_primary(s: &Settings, env: &Env, file: &str) -> Result<Endpoint, Conf
             Some((p, var)) => (p, format!("auto: {var} is set"), true),
             None => {
                 let checked: Vec<&str> = AUTO_ORDER.iter().filter_map(|n| lookup(n)).flat_map(|p| p.key_env.iter().copied()).collect();
+                let (named, rest) = checked.split_at(checked.len().min(6));
                 return Ok(offline(format!(
-                    "auto: no model key in the environment (checked {}), so replies are automatic",
-                    checked.join(", ")
+                    "auto: no model key in the environment (checked {} and {} more), so replies are automatic",
+                    named.join(", "),
+                    rest.len()
                 )));
             }
         }
