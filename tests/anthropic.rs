@@ -173,6 +173,8 @@ fallback_providers:\n  - {{provider: anthropic, model: claude-fallback, base_url
     let (_, show) = gw.get(&format!("/api/sessions/{}", v["session_id"].as_str().unwrap())).await;
     let answer = show["messages"].as_array().unwrap().iter().rev().find(|m| m["role"] == "assistant").unwrap().clone();
     assert_eq!(answer["model"], "claude-fallback");
+    let shown = cli(home.path(), &["sessions", "show", v["session_id"].as_str().unwrap()], &[]);
+    assert!(stdout(&shown).contains("assistant: echo: hello [model: claude-fallback]"), "{}", stdout(&shown));
     let (_, st) = gw.post_message(json!({"chat_id": "c1", "user_id": "u1", "text": "/status"})).await;
     let st = st["reply"].as_str().unwrap_or_default().to_string();
     assert!(st.contains("Model: primary-model (custom), fallbacks: claude-fallback (anthropic)"), "{st}");

@@ -112,6 +112,10 @@ async fn sessions(app: App, action: SessionsCmd) -> anyhow::Result<ExitCode> {
                 for m in msgs {
                     let calls: Vec<&str> = m.tool_calls.iter().map(|c| c.name.as_str()).collect();
                     let extra = if calls.is_empty() { String::new() } else { format!(" [calls: {}]", calls.join(", ")) };
+                    let extra = match &m.model {
+                        Some(model) => format!("{extra} [model: {model}]"),
+                        None => extra,
+                    };
                     println!("[{}] {}: {}{extra}", m.at.format("%H:%M:%S"), m.role.as_str(), m.content);
                 }
             }
