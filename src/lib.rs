@@ -17,14 +17,16 @@
 //!   queue, turn), recovery sweeps and clean shutdown, the one fire path, job management.
 //! - [`store`]: store adapters — SQLite (always), DynamoDB (feature `aws`, `docs/dynamodb.md`),
 //!   and the conformance suite every adapter passes.
-//! - [`clients`]: outbound adapters — OpenAI-compatible and offline models, Telegram, Discord,
-//!   the Chronos NAS, EventBridge Scheduler (feature `aws`).
+//! - [`clients`]: outbound adapters — OpenAI-compatible, Anthropic and offline models (and the
+//!   fallback chain over them), Telegram, Discord, the Chronos NAS, EventBridge Scheduler
+//!   (feature `aws`).
 //! - [`http`]: the one router (`http::router`), extractors (API key, signatures, fire-token
 //!   verification in `http::fire_auth`), error mapping, and the dashboard page (`http/ui/`,
 //!   served by `routes::ui`).
 //! - [`runtime`]: process wiring, `serve` and its ticker, the Lambda entry (feature `aws`).
 //! - [`dev`]: `chronos-dev`, the local NAS emulator.
-//! - [`config`]: typed settings from defaults, `config.yaml` and the environment.
+//! - [`config`]: typed settings from defaults, `config.yaml` and the environment; the table of
+//!   Hermes' model providers (`config::models`).
 //! - [`cli`]: the command line.
 
 pub mod app;

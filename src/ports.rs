@@ -299,6 +299,14 @@ pub struct ChatResponse {
     pub input_tokens: u64,
     /// Completion tokens.
     pub output_tokens: u64,
+    /// Prompt tokens read from the provider's prompt cache (part of `input_tokens`).
+    pub cache_read_tokens: u64,
+    /// Prompt tokens written to the provider's prompt cache (part of `input_tokens`).
+    pub cache_creation_tokens: u64,
+    /// Why the model stopped (`end_turn`, `tool_use`, `stop`, `max_tokens`, …; may be empty).
+    pub stop_reason: String,
+    /// The model id that answered (`offline` for the built-in reply).
+    pub model: String,
 }
 
 /// Model failures, classified once.
@@ -329,7 +337,7 @@ pub enum LlmError {
 /// A chat-completions model.
 #[async_trait]
 pub trait Llm: Send + Sync {
-    /// `offline` or `openai`.
+    /// `offline`, `openai`, `anthropic`, `fallback`, …
     fn name(&self) -> &'static str;
 
     /// One completion.

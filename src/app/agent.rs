@@ -56,6 +56,7 @@ where
         out.output_tokens += resp.output_tokens;
         let now = app.clock.now();
         let mut msg = Message::text(Role::Assistant, resp.content.clone(), now);
+        msg.model = (!resp.model.is_empty()).then(|| resp.model.clone());
         if resp.tool_calls.is_empty() {
             app.store.append_messages(spec.session_id, std::slice::from_ref(&msg), None).await?;
             out.reply = resp.content;

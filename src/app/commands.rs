@@ -162,6 +162,8 @@ impl App {
 
     /// Extra `/status` lines from other capabilities (scheduled jobs for this chat).
     async fn status_extra(&self, e: &crate::core::session::SessionEntry) -> Vec<String> {
-        self.status_jobs(e).await
+        let mut lines = self.status_model(e).await;
+        lines.extend(self.status_jobs(e).await);
+        lines
     }
 }

@@ -27,6 +27,23 @@ impl App {
         }))
     }
 
+    /// `/status` lines about the model: the configured one (and its fallbacks) and the one
+    /// that wrote the last answer of this session.
+    pub(crate) async fn status_model(&self, e: &SessionEntry) -> Vec<String> {
+        let m = &self.cfg.model;
+        let mut line = format!("Model: {} ({})", m.primary.model, m.primary.provider);
+        if !m.fallbacks.is_empty() {
+            let f: Vec<String> = m.fallbacks.iter().map(|f| format!("{} ({})", f.model, f.provider)).collect();
+            line.push_str(&format!(", fallbacks: {}", f.join(", ")));
+        }
+        let mut out = vec![line];
+        let recent = self.store.recent_messages(&e.session_id, 50).await.unwrap_or_default();
+        if let Some(last) = recent.iter().rev().find_map(|msg| msg.model.as_deref()) {
+            out.push(format!("Last answer by: {last}"));
+        }
+        out
+    }
+
     /// `/status` lines about the next scheduled jobs of this chat.
     pub(crate) async fn status_jobs(&self, e: &SessionEntry) -> Vec<String> {
         let Ok(jobs) = self.store.list_jobs().await else { return vec![] };

@@ -1,6 +1,8 @@
-//! `doctor` checks of jobs, skills and the timer provider (beyond config and store).
+//! `doctor` checks of the model chain, ignored Hermes sections, jobs, skills and the timer
+//! provider (beyond config and store).
 
 use crate::config::Loaded;
+use crate::config::models::{Endpoint, Wire};
 use crate::config::provider;
 use crate::core::jobfile;
 use crate::ports::Store;
@@ -55,5 +57,32 @@ pub async fn jobs_and_provider(home: &Path, cfg: &Loaded, store: Option<&dyn Sto
                 Err(e) => problems.push(format!("the NAS at {} is not usable: {e}", c.portal_url)),
             }
         }
+    }
+}
+
+fn describe(e: &Endpoint) -> String {
+    match e.wire {
+        Wire::Offline => format!("offline ({})", e.why),
+        _ => format!("{} ({}) {} at {} — {}", e.provider, e.wire.as_str(), e.model, e.base_url, e.why),
+    }
+}
+
+/// Prints the model chain and the ignored Hermes sections; an OAuth-only provider is a
+/// problem (it cannot answer), a missing key only a warning (local servers need none).
+pub fn models(cfg: &Loaded, problems: &mut Vec<String>) {
+    let chain = std::iter::once(&cfg.model.primary).chain(&cfg.model.fallbacks);
+    for (i, e) in chain.enumerate() {
+        let label = if i == 0 { "model:   ".to_string() } else { format!("fallback {i}:") };
+        println!("{label} {}", describe(e));
+        match e.wire {
+            Wire::OauthOnly => problems.push(e.oauth_line.clone().unwrap_or_default()),
+            Wire::OpenaiChat | Wire::AnthropicMessages if e.api_key.is_none() => {
+                println!("warning:  no API key for {}: set {} (fine for local servers without auth)", e.provider, e.key_hint)
+            }
+            _ => {}
+        }
+    }
+    if !cfg.ignored.is_empty() {
+        println!("ignored:  {} — not supported by hermes-zero", cfg.ignored.join(", "));
     }
 }

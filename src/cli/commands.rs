@@ -124,6 +124,10 @@ async fn sessions(app: App, action: SessionsCmd) -> anyhow::Result<ExitCode> {
                 for m in msgs {
                     let calls: Vec<&str> = m.tool_calls.iter().map(|c| c.name.as_str()).collect();
                     let extra = if calls.is_empty() { String::new() } else { format!(" [calls: {}]", calls.join(", ")) };
+                    let extra = match &m.model {
+                        Some(model) => format!("{extra} [model: {model}]"),
+                        None => extra,
+                    };
                     println!("[{}] {}: {}{extra}", m.at.format("%H:%M:%S"), m.role.as_str(), m.content);
                 }
             }
@@ -153,16 +157,7 @@ async fn doctor(home: &std::path::Path, cfg: Loaded, create_table: bool) -> Exit
         println!("warning:  {w}");
     }
     println!("timezone: {}", cfg.settings.timezone);
-    let model = &cfg.settings.model;
-    match model.provider {
-        crate::config::ModelProvider::Offline => println!("model:    offline (no model configured; replies are automatic)"),
-        crate::config::ModelProvider::Openai => {
-            println!("model:    openai-compatible {} at {}", model.name, model.base_url);
-            if cfg.secrets.model_api_key.is_none() {
-                println!("warning:  {} is not set (fine for local servers without auth)", model.api_key_env);
-            }
-        }
-    }
+    super::checks::models(&cfg, &mut problems);
     if home.join("SOUL.md").exists() {
         println!("soul:     SOUL.md found");
     }

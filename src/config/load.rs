@@ -70,8 +70,6 @@ pub struct Secrets {
     pub discord_public_key: Option<String>,
     /// Nous access token for the NAS.
     pub nous_access_token: Option<SecretString>,
-    /// The model API key (from the variable named by `model.api_key_env`).
-    pub model_api_key: Option<SecretString>,
 }
 
 /// The loaded configuration.
@@ -85,6 +83,10 @@ pub struct Loaded {
     pub tz: chrono_tz::Tz,
     /// Human warnings (unknown keys), to be logged by the caller.
     pub warnings: Vec<String>,
+    /// Hermes sections and keys present in the file that hermes-zero does not read.
+    pub ignored: Vec<String>,
+    /// The model endpoints: primary (after `auto` detection) and the fallback chain.
+    pub model: super::models::ModelChain,
     /// The file that was read, if any.
     pub file: Option<PathBuf>,
     /// Testing aid: seconds added to the wall clock (`HERMES_CLOCK_OFFSET_SECS`), so
@@ -96,17 +98,18 @@ pub struct Loaded {
 pub fn load_settings(home: &Path, config_file: Option<&Path>, env: &Env) -> Result<Loaded, ConfigError> {
     let path = config_file.map_or_else(|| home.join("config.yaml"), Path::to_path_buf);
     let explicit = config_file.is_some();
-    let (mut settings, warnings, file) = match std::fs::read_to_string(&path) {
-        Ok(text) => {
-            let (s, w) = parse_yaml(&text, &path.display().to_string())?;
-            (s, w, Some(path))
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => (Settings::default(), Vec::new(), None),
+    let (parsed, file) = match std::fs::read_to_string(&path) {
+        Ok(text) => (parse_yaml_full(&text, &path.display().to_string())?, Some(path)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => (Parsed::default(), None),
         Err(source) => return Err(ConfigError::Read { file: path, source }),
     };
+    let Parsed { mut settings, mut warnings, ignored } = parsed;
     apply_env(&mut settings, env)?;
     let file_label = file.as_ref().map_or_else(|| "config".to_string(), |p| p.display().to_string());
     let tz = validate(&settings, &file_label)?;
+    let model = super::models::resolve(&settings, env, &file_label, &mut warnings)?;
+    // The inline key now lives only in `model`'s endpoint (a secret), not in plain settings.
+    settings.model.api_key.clear();
     let secrets = Secrets {
         api_server_key: env.secret("API_SERVER_KEY"),
         telegram_bot_token: env.secret("TELEGRAM_BOT_TOKEN"),
@@ -114,7 +117,6 @@ pub fn load_settings(home: &Path, config_file: Option<&Path>, env: &Env) -> Resu
         discord_bot_token: env.secret("DISCORD_BOT_TOKEN"),
         discord_public_key: env.get("DISCORD_PUBLIC_KEY").map(str::to_string),
         nous_access_token: env.secret("NOUS_ACCESS_TOKEN").or_else(|| auth_json_token(home)),
-        model_api_key: env.secret(&settings.model.api_key_env),
     };
     let clock_offset_secs = match env.get("HERMES_CLOCK_OFFSET_SECS") {
         None => 0,
@@ -124,7 +126,7 @@ pub fn load_settings(home: &Path, config_file: Option<&Path>, env: &Env) -> Resu
             reason: format!("`{v}` is not a whole number of seconds"),
         })?,
     };
-    Ok(Loaded { settings, secrets, tz, warnings, file, clock_offset_secs })
+    Ok(Loaded { settings, secrets, tz, warnings, ignored, model, file, clock_offset_secs })
 }
 
 /// `access_token` from `$HERMES_HOME/auth.json`, if present.
@@ -134,8 +136,25 @@ fn auth_json_token(home: &Path) -> Option<SecretString> {
     v["access_token"].as_str().filter(|t| !t.is_empty()).map(|t| SecretString::from(t.to_string()))
 }
 
+/// Settings parsed from one file, with what was not read.
+#[derive(Debug, Clone, Default)]
+pub struct Parsed {
+    /// The settings (Hermes places already laid over the flat keys).
+    pub settings: Settings,
+    /// Unknown keys (likely typos).
+    pub warnings: Vec<String>,
+    /// Hermes sections and keys hermes-zero does not read.
+    pub ignored: Vec<String>,
+}
+
 /// Parses YAML text into settings, returning warnings for unknown keys.
 pub fn parse_yaml(text: &str, file: &str) -> Result<(Settings, Vec<String>), ConfigError> {
+    parse_yaml_full(text, file).map(|p| (p.settings, p.warnings))
+}
+
+/// Parses YAML text into settings, with warnings for unknown keys and the list of ignored
+/// Hermes sections.
+pub fn parse_yaml_full(text: &str, file: &str) -> Result<Parsed, ConfigError> {
     let invalid = |key: String, reason: String| ConfigError::Invalid { file: file.to_string(), key, reason };
     // Why: the YAML parser takes time quadratic in flow nesting (`[[[[…`); refuse absurd
     // nesting up front so a damaged file fails fast instead of hanging the start.
@@ -147,14 +166,15 @@ pub fn parse_yaml(text: &str, file: &str) -> Result<(Settings, Vec<String>), Con
     } else {
         serde_norway::from_str(text).map_err(|e| invalid("(document)".into(), format!("not valid YAML: {e}")))?
     };
-    let value = match value {
+    let mut value = match value {
         serde_json::Value::Null => serde_json::Value::Object(Default::default()),
         v @ serde_json::Value::Object(_) => v,
         _ => return Err(invalid("(document)".into(), "the top level must be a mapping".into())),
     };
-    let mut warnings = Vec::new();
+    super::hermes::normalize(&mut value);
+    let (mut warnings, mut ignored) = (Vec::new(), Vec::new());
     let known = serde_json::to_value(Settings::default()).unwrap_or_default();
-    unknown_keys(&value, &known, "", &mut warnings);
+    unknown_keys(&value, &known, "", &mut warnings, &mut ignored);
     let mut settings: Settings = serde_path_to_error::deserialize(&value).map_err(|e| {
         let key = e.path().to_string();
         invalid(key, e.into_inner().to_string())
@@ -166,7 +186,8 @@ pub fn parse_yaml(text: &str, file: &str) -> Result<(Settings, Vec<String>), Con
             p.api_base = d.api_base;
         }
     }
-    Ok((settings, warnings))
+    super::hermes::overlay(&mut settings);
+    Ok(Parsed { settings, warnings, ignored })
 }
 
 /// Deepest `[`/`{` nesting accepted in a YAML document.
@@ -207,16 +228,23 @@ pub fn flow_depth(text: &str) -> usize {
 /// Maps whose keys are free-form names (platforms, chat types).
 const FREE_MAPS: &[&str] = &["session_reset_by_platform", "session_reset_by_type"];
 
-fn unknown_keys(v: &serde_json::Value, known: &serde_json::Value, prefix: &str, out: &mut Vec<String>) {
+fn unknown_keys(v: &serde_json::Value, known: &serde_json::Value, prefix: &str, out: &mut Vec<String>, ignored: &mut Vec<String>) {
+    use super::hermes::{HERMES_OPEN_SECTIONS, HERMES_SECTIONS, HERMES_SUBKEYS};
     let (serde_json::Value::Object(m), serde_json::Value::Object(k)) = (v, known) else { return };
     for (name, child) in m {
         let path = if prefix.is_empty() { name.clone() } else { format!("{prefix}.{name}") };
-        if FREE_MAPS.contains(&path.as_str()) {
+        if FREE_MAPS.contains(&path.as_str()) || HERMES_OPEN_SECTIONS.contains(&path.as_str()) {
             continue;
         }
         match k.get(name) {
-            Some(kc) => unknown_keys(child, kc, &path, out),
-            None => out.push(format!("unknown config key `{path}` (ignored)")),
+            Some(kc) => unknown_keys(child, kc, &path, out, ignored),
+            None if HERMES_SECTIONS.contains(&path.as_str()) || HERMES_SUBKEYS.contains(&path.as_str()) => ignored.push(path),
+            None => {
+                if prefix.is_empty() {
+                    ignored.push(path.clone());
+                }
+                out.push(format!("unknown config key `{path}` (ignored)"));
+            }
         }
     }
 }
@@ -249,9 +277,8 @@ fn apply_env(s: &mut Settings, env: &Env) -> Result<(), ConfigError> {
     env_enum(env, "HERMES_STORE", &mut s.store.kind)?;
     env_str(env, "HERMES_DYNAMODB_TABLE", &mut s.store.dynamodb_table);
     env_str(env, "AWS_ENDPOINT_URL_DYNAMODB", &mut s.store.endpoint);
-    env_enum(env, "HERMES_MODEL_PROVIDER", &mut s.model.provider)?;
-    env_str(env, "HERMES_MODEL_BASE_URL", &mut s.model.base_url);
-    env_str(env, "HERMES_MODEL", &mut s.model.name);
+    // HERMES_MODEL_PROVIDER, HERMES_MODEL_BASE_URL and HERMES_MODEL are read by
+    // `models::resolve`, which also knows each provider's own variables.
     env_list(env, "TELEGRAM_ALLOWED_USERS", &mut s.platforms.telegram.allowed_users);
     env_str(env, "TELEGRAM_HOME_CHANNEL", &mut s.platforms.telegram.home_channel);
     env_list(env, "DISCORD_ALLOWED_USERS", &mut s.platforms.discord.allowed_users);
@@ -288,6 +315,9 @@ fn validate(s: &Settings, file: &str) -> Result<chrono_tz::Tz, ConfigError> {
     for t in s.session_reset_by_type.keys() {
         crate::core::ids::ChatType::parse(t).map_err(|e| bad(&format!("session_reset_by_type.{t}"), e.to_string()))?;
     }
+    if s.agent.max_turns == Some(0) {
+        return Err(bad("agent.max_turns", "must be at least 1".into()));
+    }
     let positive = [
         ("model.max_iterations", u64::from(s.model.max_iterations)),
         ("model.max_context_messages", s.model.max_context_messages as u64),
@@ -302,15 +332,6 @@ fn validate(s: &Settings, file: &str) -> Result<chrono_tz::Tz, ConfigError> {
             return Err(bad(key, "must be at least 1".into()));
         }
     }
-    if s.model.provider == ModelProvider::Openai {
-        let u = &s.model.base_url;
-        if !(u.starts_with("http://") || u.starts_with("https://")) {
-            return Err(bad("model.base_url", format!("`{u}` is not an http(s) URL")));
-        }
-        if s.model.name.trim().is_empty() {
-            return Err(bad("model.name", "must name a model when provider is openai".into()));
-        }
-    }
     if s.store.path.trim().is_empty() {
         return Err(bad("store.path", "must not be empty".into()));
     }
@@ -318,81 +339,5 @@ fn validate(s: &Settings, file: &str) -> Result<chrono_tz::Tz, ConfigError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse(text: &str) -> Result<Settings, ConfigError> {
-        let (s, _) = parse_yaml(text, "config.yaml")?;
-        validate(&s, "config.yaml")?;
-        Ok(s)
-    }
-
-    fn err_key(text: &str) -> String {
-        match parse(text) {
-            Err(ConfigError::Invalid { key, .. }) => key,
-            other => panic!("expected invalid, got {other:?}"),
-        }
-    }
-
-    #[test]
-    fn empty_file_gives_defaults() {
-        let s = parse("").unwrap();
-        assert_eq!(s.model.provider, ModelProvider::Offline);
-        assert_eq!(s.max_queued, 32);
-        assert_eq!(s.session_reset.at_hour, 4);
-        assert_eq!(s.cron.tick_interval_seconds, 60);
-    }
-
-    #[test]
-    fn contract_example_parses() {
-        let text = "timezone: Europe/Berlin\nstore: {kind: sqlite, path: state.db}\nmodel: {provider: openai, base_url: 'http://x/v1', name: m, max_iterations: 3}\nsession_reset_by_platform: {telegram: {mode: idle, idle_minutes: 240}}\nplatforms:\n  telegram: {allowed_users: ['123'], home_channel: '-100123'}\ncron: {provider: builtin, chronos: {fire_mode: async}}\n";
-        let s = parse(text).unwrap();
-        assert_eq!(s.model.max_iterations, 3);
-        assert_eq!(s.session_reset_by_platform["telegram"].idle_minutes, Some(240));
-        assert_eq!(s.platforms.telegram.allowed_users, vec!["123"]);
-        assert_eq!(s.platforms.telegram.api_base, "https://api.telegram.org");
-        assert_eq!(s.cron.chronos.fire_mode, FireMode::Async);
-    }
-
-    #[test]
-    fn wrong_types_and_values_name_the_key() {
-        assert_eq!(err_key("model: {max_iterations: lots}"), "model.max_iterations");
-        assert_eq!(err_key("store: {kind: postgres}"), "store.kind");
-        assert_eq!(err_key("timezone: Mars/Olympus"), "timezone");
-        assert_eq!(err_key("session_reset: {at_hour: 24}"), "session_reset.at_hour");
-        assert_eq!(err_key("busy_input_mode: shout"), "busy_input_mode");
-        assert_eq!(err_key("max_queued: 0"), "max_queued");
-        assert_eq!(err_key("- a\n- b"), "(document)");
-        assert_eq!(err_key("model: {provider: openai, base_url: ftp://x}"), "model.base_url");
-        assert_eq!(err_key("session_reset_by_type: {room: {mode: idle}}"), "session_reset_by_type.room");
-    }
-
-    #[test]
-    fn unknown_keys_warn_not_fail() {
-        let (_, w) = parse_yaml("colour: blue\nmodel: {flavour: 1}\nsession_reset_by_platform: {telegram: {mode: idle}}", "c").unwrap();
-        assert_eq!(w.len(), 2, "{w:?}");
-        assert!(w[0].contains("colour") && w[1].contains("model.flavour"));
-    }
-
-    #[test]
-    fn environment_overrides_file() {
-        let home = std::env::temp_dir().join(format!("hz-cfg-{}", std::process::id()));
-        std::fs::create_dir_all(&home).unwrap();
-        std::fs::write(home.join("config.yaml"), "timezone: Europe/Berlin\nmodel: {name: file-model}\n").unwrap();
-        let env = Env::from_pairs([("HERMES_MODEL", "env-model"), ("TELEGRAM_ALLOWED_USERS", "1, 2"), ("API_SERVER_KEY", "k")]);
-        let l = load_settings(&home, None, &env).unwrap();
-        assert_eq!(l.settings.model.name, "env-model");
-        assert_eq!(l.settings.platforms.telegram.allowed_users, vec!["1", "2"]);
-        assert_eq!(l.tz, chrono_tz::Europe::Berlin);
-        assert!(l.secrets.api_server_key.is_some());
-        let bad = Env::from_pairs([("HERMES_STORE", "mongo")]);
-        assert!(matches!(load_settings(&home, None, &bad), Err(ConfigError::Invalid { key, .. }) if key == "HERMES_STORE"));
-        std::fs::remove_dir_all(&home).ok();
-    }
-
-    #[test]
-    fn explicit_missing_file_is_an_error() {
-        let r = load_settings(Path::new("/nonexistent"), Some(Path::new("/nonexistent/x.yaml")), &Env::default());
-        assert!(matches!(r, Err(ConfigError::Read { .. })));
-    }
-}
+#[path = "load_tests.rs"]
+mod tests;

@@ -2,11 +2,15 @@
 //! environment (CONTRACT §5), validated at load. Secrets come only from the environment and
 //! are held in [`secrecy::SecretString`] so they cannot be logged by accident.
 //!
-//! Knows file formats and key names; knows nothing of HTTP, stores or models.
+//! Knows file formats, key names and the provider table (`models`); knows nothing of HTTP,
+//! stores or model clients.
 
+mod hermes;
 mod load;
+pub mod models;
 pub mod provider;
 mod types;
 
-pub use load::{ConfigError, Env, Loaded, Secrets, load_settings, parse_yaml};
+pub use hermes::*;
+pub use load::{ConfigError, Env, Loaded, Parsed, Secrets, load_settings, parse_yaml, parse_yaml_full};
 pub use types::*;

@@ -1,5 +1,6 @@
 //! The shape of `config.yaml` with its defaults (CONTRACT §5).
 
+use super::hermes::*;
 pub use crate::core::queue::BusyInputMode;
 pub use crate::core::reset::{ResetMode, ResetOverride, ResetPolicy};
 use serde::{Deserialize, Serialize};
@@ -39,6 +40,24 @@ pub struct Settings {
     pub platforms: Platforms,
     /// Scheduled jobs and timers.
     pub cron: CronSettings,
+    /// Hermes' `agent:` (tool iterations, drain, retries).
+    pub agent: AgentSettings,
+    /// Hermes' `display:` (busy input mode).
+    pub display: DisplaySettings,
+    /// Hermes' `memory:`.
+    pub memory: MemorySettings,
+    /// Hermes' `compression:`.
+    pub compression: CompressionSettings,
+    /// Hermes' `streaming:`.
+    pub streaming: StreamingSettings,
+    /// Hermes' `prompt_caching:`.
+    pub prompt_caching: PromptCachingSettings,
+    /// Hermes' `mcp_servers:` by name.
+    pub mcp_servers: BTreeMap<String, McpServer>,
+    /// Hermes' legacy fallback: one entry or a list.
+    pub fallback_model: Option<OneOrMany<FallbackEntry>>,
+    /// Hermes' fallback chain, tried before `fallback_model`.
+    pub fallback_providers: Option<OneOrMany<FallbackEntry>>,
 }
 
 impl Default for Settings {
@@ -59,6 +78,15 @@ impl Default for Settings {
             allow_all_users: false,
             platforms: Platforms::default(),
             cron: CronSettings::default(),
+            agent: AgentSettings::default(),
+            display: DisplaySettings::default(),
+            memory: MemorySettings::default(),
+            compression: CompressionSettings::default(),
+            streaming: StreamingSettings::default(),
+            prompt_caching: PromptCachingSettings::default(),
+            mcp_servers: BTreeMap::new(),
+            fallback_model: None,
+            fallback_providers: None,
         }
     }
 }
@@ -104,29 +132,27 @@ impl Default for StoreSettings {
     }
 }
 
-/// Model providers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ModelProvider {
-    /// Deterministic built-in answers; says how to configure a model.
-    Offline,
-    /// Any OpenAI-compatible chat-completions endpoint.
-    Openai,
-}
-
-/// `model:` block.
+/// `model:` block (Hermes' keys and the flat keys of CONTRACT §5; `config::models` resolves
+/// it into an endpoint).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ModelSettings {
-    /// offline | openai.
-    pub provider: ModelProvider,
-    /// Base URL up to `/v1` (the client appends `/chat/completions`).
+    /// A Hermes provider name (`auto`, `openrouter`, `anthropic`, `openai`, `custom`, …) or
+    /// `offline`.
+    pub provider: String,
+    /// Base URL (empty: the provider's default).
     pub base_url: String,
-    /// Model name sent upstream.
+    /// Model id (Hermes' `model.default`; wins over `model` and `name`).
+    pub default: String,
+    /// Model id (Hermes' `model.model`).
+    pub model: String,
+    /// Model id (the flat key).
     pub name: String,
-    /// Name of the environment variable holding the API key.
+    /// Inline key (moved into the secrets at load; the provider's variable wins).
+    pub api_key: String,
+    /// Name of the variable holding the key (empty: the provider's variables).
     pub api_key_env: String,
-    /// Tool-calling rounds per turn.
+    /// Tool-calling rounds per turn (`agent.max_turns` wins).
     pub max_iterations: u32,
     /// Transcript messages sent to the model (oldest trimmed first).
     pub max_context_messages: usize,
@@ -137,10 +163,13 @@ pub struct ModelSettings {
 impl Default for ModelSettings {
     fn default() -> Self {
         Self {
-            provider: ModelProvider::Offline,
-            base_url: "https://openrouter.ai/api/v1".into(),
-            name: "nousresearch/hermes-4-70b".into(),
-            api_key_env: "OPENROUTER_API_KEY".into(),
+            provider: "offline".into(),
+            base_url: String::new(),
+            default: String::new(),
+            model: String::new(),
+            name: String::new(),
+            api_key: String::new(),
+            api_key_env: String::new(),
             max_iterations: 8,
             max_context_messages: 200,
             timeout_seconds: 120,
@@ -247,6 +276,8 @@ pub struct ChronosSettings {
     pub callback_url: String,
     /// JWKS for fire tokens.
     pub jwks_url: String,
+    /// Hermes' name for `jwks_url` (wins when set).
+    pub nas_jwks_url: String,
     /// Pinned public key (PEM text or a path).
     pub public_key_pem: String,
     /// Expected `aud` (default `agent:<instance_id>`).
@@ -263,6 +294,7 @@ impl Default for ChronosSettings {
             portal_url: String::new(),
             callback_url: String::new(),
             jwks_url: String::new(),
+            nas_jwks_url: String::new(),
             public_key_pem: String::new(),
             expected_audience: String::new(),
             instance_id: String::new(),

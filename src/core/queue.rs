@@ -18,7 +18,8 @@ pub const QUEUE_USAGE: &str = "Usage: /queue <prompt>";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BusyInputMode {
-    /// Replace the pending slot and interrupt the running turn.
+    /// Replace the pending slot and interrupt the running turn (Hermes' `steer` means this).
+    #[serde(alias = "steer")]
     Interrupt,
     /// Append every message to the FIFO.
     Queue,

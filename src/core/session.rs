@@ -223,12 +223,15 @@ pub struct Message {
     /// Platform message id of an inbound user message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub platform_message_id: Option<String>,
+    /// For assistant messages: the model id that answered (a fallback shows here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 impl Message {
     /// A plain message.
     pub fn text(role: Role, content: impl Into<String>, at: DateTime<Utc>) -> Self {
-        Self { role, content: content.into(), tool_calls: Vec::new(), tool_call_id: None, at, platform_message_id: None }
+        Self { role, content: content.into(), tool_calls: Vec::new(), tool_call_id: None, at, platform_message_id: None, model: None }
     }
 }
 

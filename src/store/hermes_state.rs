@@ -144,6 +144,7 @@ impl HermesState {
                     tool_call_id: r.get::<_, Option<String>>(2).ok().flatten().filter(|s| !s.is_empty()),
                     at,
                     platform_message_id: None,
+                    model: None,
                 }))
             })
             .map_err(|e| classify(&self.path, e))?;

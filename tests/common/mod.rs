@@ -4,6 +4,8 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod anthropic;
+
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;

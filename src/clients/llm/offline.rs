@@ -21,9 +21,10 @@ impl Llm for OfflineLlm {
         Ok(ChatResponse {
             content: format!(
                 "[offline] I received: \"{quoted}\". No model is configured, so this is an automatic reply. \
-To use a real model, set model.provider: openai, model.base_url and model.name in $HERMES_HOME/config.yaml \
-and put the API key in the variable named by model.api_key_env (default OPENROUTER_API_KEY)."
+To use a real model, set model.provider (openrouter, anthropic, openai, custom, …) and model.default in \
+$HERMES_HOME/config.yaml and put the provider's API key in its variable (e.g. OPENROUTER_API_KEY or ANTHROPIC_API_KEY)."
             ),
+            model: "offline".into(),
             ..ChatResponse::default()
         })
     }

@@ -1,8 +1,9 @@
 //! OpenAI-compatible `/chat/completions` client: tool calls, timeouts, and retries with
 //! backoff on 429/5xx/timeouts that honour `Retry-After`.
 
+use super::retry::{Failure, error_detail, with_retries};
 use crate::clients::{describe, http_client, retry_after};
-use crate::config::ModelSettings;
+use crate::config::models::Endpoint;
 use crate::core::session::{Message, Role, ToolCall};
 use crate::ports::{ChatRequest, ChatResponse, Llm, LlmError};
 use async_trait::async_trait;
@@ -10,26 +11,26 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 use std::time::Duration;
 
-/// Attempts per completion (1 + retries).
-const ATTEMPTS: u32 = 3;
-
 /// The OpenAI-compatible adapter.
 pub struct OpenAiLlm {
     http: reqwest::Client,
     url: String,
     model: String,
     key: Option<SecretString>,
+    attempts: u32,
     backoff: Duration,
 }
 
 impl OpenAiLlm {
-    /// Builds the client once.
-    pub fn new(m: &ModelSettings, key: Option<SecretString>) -> Self {
+    /// Builds the client once for `ep`, with a per-request `timeout` and `attempts` tries
+    /// per completion (`agent.api_max_retries`).
+    pub fn new(ep: &Endpoint, timeout: Duration, attempts: u32) -> Self {
         Self {
-            http: http_client(Duration::from_secs(m.timeout_seconds)),
-            url: format!("{}/chat/completions", m.base_url.trim_end_matches('/')),
-            model: m.name.clone(),
-            key,
+            http: http_client(timeout),
+            url: format!("{}/chat/completions", ep.base_url.trim_end_matches('/')),
+            model: ep.model.clone(),
+            key: ep.api_key.clone(),
+            attempts,
             backoff: Duration::from_millis(500),
         }
     }
@@ -49,7 +50,7 @@ impl OpenAiLlm {
         body
     }
 
-    async fn attempt(&self, body: &Value) -> Result<ChatResponse, (LlmError, Option<u64>)> {
+    async fn attempt(&self, body: &Value) -> Result<ChatResponse, Failure> {
         let mut rq = self.http.post(&self.url).json(body);
         if let Some(k) = &self.key {
             rq = rq.bearer_auth(k.expose_secret());
@@ -65,10 +66,7 @@ impl OpenAiLlm {
         }
         let text = resp.text().await.map_err(|e| (LlmError::Unreachable(describe(e)), Some(0)))?;
         if !(200..300).contains(&status) {
-            let detail: String = serde_json::from_str::<Value>(&text)
-                .ok()
-                .and_then(|v| v["error"]["message"].as_str().map(str::to_string))
-                .unwrap_or_else(|| text.chars().take(200).collect());
+            let detail = error_detail(&text);
             let retry = (status >= 500).then_some(wait.unwrap_or(0));
             return Err((LlmError::Status { status, detail }, retry));
         }
@@ -121,6 +119,10 @@ pub fn parse_response(text: &str) -> Result<ChatResponse, LlmError> {
         tool_calls,
         input_tokens: v["usage"]["prompt_tokens"].as_u64().unwrap_or(0),
         output_tokens: v["usage"]["completion_tokens"].as_u64().unwrap_or(0),
+        cache_read_tokens: v["usage"]["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap_or(0),
+        stop_reason: v["choices"][0]["finish_reason"].as_str().unwrap_or_default().to_string(),
+        model: v["model"].as_str().unwrap_or_default().to_string(),
+        ..ChatResponse::default()
     })
 }
 
@@ -132,21 +134,12 @@ impl Llm for OpenAiLlm {
 
     async fn complete(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let body = self.body(req);
-        let mut last = LlmError::Unreachable("no attempt made".into());
-        for attempt in 0..ATTEMPTS {
-            match self.attempt(&body).await {
-                Ok(r) => return Ok(r),
-                Err((e, Some(wait))) if attempt + 1 < ATTEMPTS => {
-                    let backoff = self.backoff * 2u32.pow(attempt);
-                    let delay = Duration::from_secs(wait).max(backoff);
-                    tracing::warn!(error = %e, attempt = attempt + 1, delay_ms = delay.as_millis() as u64, "model call failed; retrying");
-                    tokio::time::sleep(delay).await;
-                    last = e;
-                }
-                Err((e, _)) => return Err(e),
-            }
+        let mut r = with_retries(self.attempts, self.backoff, || self.attempt(&body)).await?;
+        // Why: the transcript records the model that answered; some servers omit `model`.
+        if r.model.is_empty() {
+            r.model = req.model.clone().unwrap_or_else(|| self.model.clone());
         }
-        Err(last)
+        Ok(r)
     }
 }
 

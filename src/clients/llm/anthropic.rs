@@ -1,0 +1,280 @@
+//! Native Anthropic Messages client (`POST {base_url}/v1/messages`): the system prompt as
+//! top-level `system`, tools and tool results in Anthropic's shape (consecutive same-role
+//! messages merged, as the API requires), prompt caching as Hermes does it (`system_and_3`:
+//! `cache_control` on the system prompt and the last three messages), `stop_reason` and usage,
+//! and retries on 429/529/5xx/timeouts that honour `retry-after`.
+
+use super::anthropic_stream::{SseDecoder, StreamAccumulator};
+use super::retry::{Failure, error_detail, with_retries};
+use crate::clients::{describe, http_client, retry_after};
+use crate::config::models::Endpoint;
+use crate::core::session::{Message, Role, ToolCall};
+use crate::ports::{ChatRequest, ChatResponse, Llm, LlmError};
+use async_trait::async_trait;
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// The `anthropic-version` header sent.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+/// `max_tokens` sent (the API requires one; Hermes also picks it internally).
+pub const MAX_TOKENS: u32 = 8192;
+/// Cache breakpoints Anthropic allows per request.
+const CACHE_BREAKPOINTS: usize = 4;
+
+/// The Anthropic adapter.
+pub struct AnthropicLlm {
+    http: reqwest::Client,
+    url: String,
+    model: String,
+    key: Option<SecretString>,
+    attempts: u32,
+    backoff: Duration,
+    cache_ttl_1h: bool,
+}
+
+impl AnthropicLlm {
+    /// Builds the client once for `ep`: per-request `timeout`, `attempts` tries per completion,
+    /// and the prompt-cache TTL (`5m` or `1h`).
+    pub fn new(ep: &Endpoint, timeout: Duration, attempts: u32, cache_ttl: &str) -> Self {
+        Self {
+            http: http_client(timeout),
+            url: format!("{}/v1/messages", ep.base_url.trim_end_matches('/')),
+            model: ep.model.clone(),
+            key: ep.api_key.clone(),
+            attempts,
+            backoff: Duration::from_millis(500),
+            cache_ttl_1h: cache_ttl.trim() == "1h",
+        }
+    }
+
+    /// The request body for `req` (no `stream` key).
+    pub fn body(&self, req: &ChatRequest) -> Value {
+        let marker = if self.cache_ttl_1h { json!({"type": "ephemeral", "ttl": "1h"}) } else { json!({"type": "ephemeral"}) };
+        wire_body(req, req.model.as_deref().unwrap_or(&self.model), &marker)
+    }
+
+    fn post(&self, body: &Value) -> reqwest::RequestBuilder {
+        let mut rq = self.http.post(&self.url).header("anthropic-version", ANTHROPIC_VERSION).json(body);
+        if let Some(k) = &self.key {
+            rq = rq.header("x-api-key", k.expose_secret());
+        }
+        rq
+    }
+
+    async fn attempt(&self, body: &Value) -> Result<ChatResponse, Failure> {
+        let resp = self.post(body).send().await.map_err(|e| (LlmError::Unreachable(describe(e)), Some(0)))?;
+        let resp = check_status(resp).await?;
+        let text = resp.text().await.map_err(|e| (LlmError::Unreachable(describe(e)), Some(0)))?;
+        parse_response(&text).map_err(|e| (e, None))
+    }
+
+    /// One streamed completion (`stream: true`): `on_text` sees each text delta as it arrives;
+    /// the folded answer is returned. Not retried once bytes have arrived.
+    pub async fn stream(&self, req: &ChatRequest, mut on_text: impl FnMut(&str) + Send) -> Result<ChatResponse, LlmError> {
+        let mut body = self.body(req);
+        body["stream"] = json!(true);
+        let resp = self.post(&body).send().await.map_err(|e| LlmError::Unreachable(describe(e)))?;
+        let mut resp = check_status(resp).await.map_err(|(e, _)| e)?;
+        let (mut dec, mut acc) = (SseDecoder::default(), StreamAccumulator::default());
+        while let Some(chunk) = resp.chunk().await.map_err(|e| LlmError::Unreachable(describe(e)))? {
+            for ev in dec.feed(&String::from_utf8_lossy(&chunk)) {
+                if let Some(t) = acc.apply(&ev)? {
+                    on_text(&t);
+                }
+            }
+        }
+        acc.finish()
+    }
+}
+
+/// Classifies a non-success status (429/529/5xx retryable with their `retry-after`).
+async fn check_status(resp: reqwest::Response) -> Result<reqwest::Response, Failure> {
+    let status = resp.status().as_u16();
+    if (200..300).contains(&status) {
+        return Ok(resp);
+    }
+    let wait = retry_after(resp.headers(), 30);
+    if status == 429 {
+        return Err((LlmError::RateLimited, Some(wait.unwrap_or(0))));
+    }
+    if status == 401 || status == 403 {
+        return Err((LlmError::Unauthorized(status), None));
+    }
+    let detail = resp.text().await.map(|t| error_detail(&t)).unwrap_or_default();
+    // 529 is Anthropic's "overloaded": as retryable as any 5xx.
+    Err((LlmError::Status { status, detail }, (status >= 500).then_some(wait.unwrap_or(0))))
+}
+
+/// Builds the Messages body: `system`, merged `messages`, `tools`, cache markers.
+pub fn wire_body(req: &ChatRequest, model: &str, marker: &Value) -> Value {
+    let system: Vec<&str> =
+        req.messages.iter().filter(|m| m.role == Role::System && !m.content.is_empty()).map(|m| m.content.as_str()).collect();
+    let mut messages = wire_messages(&req.messages);
+    let mut body = json!({ "model": model, "max_tokens": MAX_TOKENS });
+    let mut used = 0;
+    if !system.is_empty() {
+        body["system"] = json!([{ "type": "text", "text": system.join("\n\n"), "cache_control": marker }]);
+        used = 1;
+    }
+    let n = messages.len();
+    for m in messages.iter_mut().skip(n.saturating_sub(CACHE_BREAKPOINTS - used)) {
+        if let Some(last) = m["content"].as_array_mut().and_then(|c| c.last_mut()) {
+            last["cache_control"] = marker.clone();
+        }
+    }
+    body["messages"] = Value::Array(messages);
+    if !req.tools.is_empty() {
+        body["tools"] =
+            req.tools.iter().map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters})).collect();
+    }
+    body
+}
+
+fn blocks(m: &Message) -> (&'static str, Vec<Value>) {
+    match m.role {
+        Role::Tool => {
+            let id = m.tool_call_id.as_deref().unwrap_or_default();
+            ("user", vec![json!({"type": "tool_result", "tool_use_id": id, "content": m.content})])
+        }
+        Role::Assistant => {
+            let mut b: Vec<Value> = Vec::new();
+            if !m.content.trim().is_empty() {
+                b.push(json!({"type": "text", "text": m.content}));
+            }
+            for c in &m.tool_calls {
+                let input = serde_json::from_str::<Value>(&c.arguments).ok().filter(Value::is_object).unwrap_or_else(|| json!({}));
+                b.push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}));
+            }
+            ("assistant", b)
+        }
+        _ => {
+            let b = if m.content.trim().is_empty() { vec![] } else { vec![json!({"type": "text", "text": m.content})] };
+            ("user", b)
+        }
+    }
+}
+
+/// The transcript as Anthropic messages: system messages left out (they go to `system`),
+/// tool results as user `tool_result` blocks, same-role neighbours merged, empty messages
+/// dropped, and a user message first (the API requires it).
+pub fn wire_messages(msgs: &[Message]) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::new();
+    for m in msgs.iter().filter(|m| m.role != Role::System) {
+        let (role, b) = blocks(m);
+        if b.is_empty() {
+            continue;
+        }
+        match out.last_mut() {
+            Some(prev) if prev["role"] == role => {
+                if let Some(c) = prev["content"].as_array_mut() {
+                    c.extend(b);
+                }
+            }
+            _ => out.push(json!({"role": role, "content": b})),
+        }
+    }
+    if out.first().is_some_and(|m| m["role"] != "user") {
+        out.insert(0, json!({"role": "user", "content": [{"type": "text", "text": "(earlier conversation trimmed)"}]}));
+    }
+    out
+}
+
+/// Folds Anthropic `usage` into a response (prompt tokens include cache reads and writes).
+pub fn apply_usage(r: &mut ChatResponse, usage: &Value) {
+    let n = |k: &str| usage[k].as_u64();
+    if let Some(i) = n("input_tokens") {
+        r.cache_read_tokens = n("cache_read_input_tokens").unwrap_or(r.cache_read_tokens);
+        r.cache_creation_tokens = n("cache_creation_input_tokens").unwrap_or(r.cache_creation_tokens);
+        r.input_tokens = i + r.cache_read_tokens + r.cache_creation_tokens;
+    }
+    if let Some(o) = n("output_tokens") {
+        r.output_tokens = o;
+    }
+}
+
+/// Parses a Messages response body.
+pub fn parse_response(text: &str) -> Result<ChatResponse, LlmError> {
+    let v: Value = serde_json::from_str(text).map_err(|e| LlmError::BadResponse(format!("not JSON: {e}")))?;
+    let content = v["content"].as_array().ok_or_else(|| LlmError::BadResponse("no content".into()))?;
+    let mut r = ChatResponse {
+        stop_reason: v["stop_reason"].as_str().unwrap_or_default().to_string(),
+        model: v["model"].as_str().unwrap_or_default().to_string(),
+        ..ChatResponse::default()
+    };
+    for b in content {
+        match b["type"].as_str() {
+            Some("text") => r.content.push_str(b["text"].as_str().unwrap_or_default()),
+            Some("tool_use") => r.tool_calls.push(ToolCall {
+                id: b["id"].as_str().unwrap_or_default().to_string(),
+                name: b["name"].as_str().unwrap_or_default().to_string(),
+                arguments: b["input"].to_string(),
+            }),
+            _ => {}
+        }
+    }
+    apply_usage(&mut r, &v["usage"]);
+    Ok(r)
+}
+
+#[async_trait]
+impl Llm for AnthropicLlm {
+    fn name(&self) -> &'static str {
+        "anthropic"
+    }
+
+    async fn complete(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let body = self.body(req);
+        let mut r = with_retries(self.attempts, self.backoff, || self.attempt(&body)).await?;
+        if r.model.is_empty() {
+            r.model = req.model.clone().unwrap_or_else(|| self.model.clone());
+        }
+        Ok(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Utc;
+
+    fn msg(role: Role, c: &str) -> Message {
+        Message::text(role, c, Utc::now())
+    }
+
+    #[test]
+    fn tool_round_trip_is_in_anthropic_shape_and_merged() {
+        let mut call = msg(Role::Assistant, "");
+        call.tool_calls = vec![ToolCall { id: "t1".into(), name: "current_time".into(), arguments: "{}".into() }];
+        let mut result = msg(Role::Tool, "12:00");
+        result.tool_call_id = Some("t1".into());
+        let msgs = vec![msg(Role::System, "be nice"), msg(Role::User, "a"), msg(Role::User, "b"), call, result, msg(Role::User, "c")];
+        let req = ChatRequest { messages: msgs, tools: vec![], model: None };
+        let b = wire_body(&req, "m", &json!({"type": "ephemeral"}));
+        assert_eq!(b["system"][0]["text"], "be nice");
+        assert_eq!(b["system"][0]["cache_control"]["type"], "ephemeral");
+        let m = b["messages"].as_array().unwrap();
+        assert_eq!(m.len(), 3, "{m:?}");
+        assert_eq!(m[0]["content"].as_array().unwrap().len(), 2, "two user texts merged");
+        assert_eq!(m[1]["content"][0]["type"], "tool_use");
+        assert_eq!(m[1]["content"][0]["input"], json!({}));
+        assert_eq!((m[2]["content"][0]["type"].as_str(), m[2]["content"][1]["type"].as_str()), (Some("tool_result"), Some("text")));
+        let marked = m.iter().filter(|x| x["content"].as_array().unwrap().last().unwrap().get("cache_control").is_some()).count();
+        assert_eq!(marked, 3, "system + last three messages carry cache_control");
+    }
+
+    #[test]
+    fn parses_text_tool_use_stop_reason_and_usage() {
+        let r = parse_response(r#"{"id":"m","type":"message","role":"assistant","model":"claude-x","content":[{"type":"text","text":"hi"},{"type":"tool_use","id":"t","name":"n","input":{"a":1}}],"stop_reason":"tool_use","usage":{"input_tokens":5,"output_tokens":2,"cache_read_input_tokens":10,"cache_creation_input_tokens":1}}"#).unwrap();
+        assert_eq!((r.content.as_str(), r.stop_reason.as_str(), r.model.as_str()), ("hi", "tool_use", "claude-x"));
+        assert_eq!(r.tool_calls[0].arguments, r#"{"a":1}"#);
+        assert_eq!((r.input_tokens, r.output_tokens, r.cache_read_tokens, r.cache_creation_tokens), (16, 2, 10, 1));
+        assert!(matches!(parse_response("{}"), Err(LlmError::BadResponse(_))));
+    }
+
+    #[test]
+    fn a_transcript_starting_with_the_assistant_gets_a_user_turn_first() {
+        let m = wire_messages(&[msg(Role::Assistant, "x"), msg(Role::User, "")]);
+        assert_eq!((m.len(), m[0]["role"].as_str()), (2, Some("user")));
+    }
+}
