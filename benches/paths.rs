@@ -56,11 +56,14 @@ macro_rules! fwd {
     }};
 }
 
-#[async_trait]
 impl Store for Counting {
     fn kind(&self) -> &'static str {
         self.0.kind()
     }
+}
+
+#[async_trait]
+impl SessionStore for Counting {
     async fn get_entry(&self, k: &SessionKey) -> Result<Option<SessionEntry>, StoreError> {
         fwd!(self, self.0.get_entry(k))
     }
@@ -88,6 +91,13 @@ impl Store for Counting {
     async fn seen_inbound(&self, d: &InboundId) -> Result<bool, StoreError> {
         fwd!(self, self.0.seen_inbound(d))
     }
+    async fn wake_candidates(&self, n: DateTime<Utc>, a: bool) -> Result<Vec<SessionKey>, StoreError> {
+        fwd!(self, self.0.wake_candidates(n, a))
+    }
+}
+
+#[async_trait]
+impl QueueStore for Counting {
     async fn queue_push(&self, k: &SessionKey, i: &QueuedItem, c: usize, d: Option<&InboundId>) -> Result<usize, StoreError> {
         fwd!(self, self.0.queue_push(k, i, c, d))
     }
@@ -100,9 +110,10 @@ impl Store for Counting {
     async fn queue_clear(&self, k: &SessionKey) -> Result<usize, StoreError> {
         fwd!(self, self.0.queue_clear(k))
     }
-    async fn wake_candidates(&self, n: DateTime<Utc>, a: bool) -> Result<Vec<SessionKey>, StoreError> {
-        fwd!(self, self.0.wake_candidates(n, a))
-    }
+}
+
+#[async_trait]
+impl JobStore for Counting {
     async fn put_job(&self, j: &Job) -> Result<Job, StoreError> {
         fwd!(self, self.0.put_job(j))
     }
@@ -130,6 +141,10 @@ impl Store for Counting {
     async fn list_runs(&self, j: &str, l: usize) -> Result<Vec<RunRecord>, StoreError> {
         fwd!(self, self.0.list_runs(j, l))
     }
+}
+
+#[async_trait]
+impl LedgerStore for Counting {
     async fn ledger_begin(&self, o: &Occurrence, t: &str, now: DateTime<Utc>) -> Result<bool, StoreError> {
         fwd!(self, self.0.ledger_begin(o, t, now))
     }
@@ -139,6 +154,10 @@ impl Store for Counting {
     async fn use_once(&self, k: &str, e: DateTime<Utc>, now: DateTime<Utc>) -> Result<bool, StoreError> {
         fwd!(self, self.0.use_once(k, e, now))
     }
+}
+
+#[async_trait]
+impl MetaStore for Counting {
     async fn get_meta(&self, k: &str) -> Result<Option<String>, StoreError> {
         fwd!(self, self.0.get_meta(k))
     }

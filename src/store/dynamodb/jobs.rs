@@ -43,7 +43,7 @@ fn conflict(job: &Job) -> StoreError {
     StoreError::Conflict(format!("job {}", job.id))
 }
 
-/// `Store::put_job`.
+/// `JobStore::put_job`.
 pub(super) async fn put(st: &DynamoStore, job: &Job) -> Result<Job, StoreError> {
     for attempt in 0..ATTEMPTS {
         let mut tx = Tx::default();
@@ -57,18 +57,18 @@ pub(super) async fn put(st: &DynamoStore, job: &Job) -> Result<Job, StoreError> 
     Err(conflict(job))
 }
 
-/// `Store::get_job`.
+/// `JobStore::get_job`.
 pub(super) async fn get(st: &DynamoStore, id: &str) -> Result<Option<Job>, StoreError> {
     st.get(job_key(id)).await?.map(|it| doc(&it, id)).transpose()
 }
 
-/// `Store::list_jobs`: the fixed `JOBS` partition, in id order.
+/// `JobStore::list_jobs`: the fixed `JOBS` partition, in id order.
 pub(super) async fn list(st: &DynamoStore) -> Result<Vec<Job>, StoreError> {
     let items = st.query(Query::prefix(JOBS_PK.to_string(), JOB_PREFIX)).await?;
     items.iter().map(|it| doc(it, "job")).collect()
 }
 
-/// `Store::delete_job`.
+/// `JobStore::delete_job`.
 pub(super) async fn delete(st: &DynamoStore, id: &str) -> Result<bool, StoreError> {
     let out = st
         .client
@@ -82,7 +82,7 @@ pub(super) async fn delete(st: &DynamoStore, id: &str) -> Result<bool, StoreErro
     Ok(out.attributes.is_some_and(|a| !a.is_empty()))
 }
 
-/// `Store::due_jobs`: the sparse due index, oldest first.
+/// `JobStore::due_jobs`: the sparse due index, oldest first.
 pub(super) async fn due(st: &DynamoStore, now: DateTime<Utc>, limit: usize) -> Result<Vec<Job>, StoreError> {
     let items = st.query(Query::index(GSI_DUE, "DUE", Some(ms(now))).take(limit)).await?;
     items.iter().map(|it| doc(it, "job")).collect()
@@ -92,7 +92,7 @@ fn claim_key(occ: &Occurrence) -> Item {
     key(occ_pk(occ), CLAIM_SK)
 }
 
-/// `Store::claim_occurrence`.
+/// `JobStore::claim_occurrence`.
 pub(super) async fn claim(st: &DynamoStore, occ: &Occurrence, job: &Job, now: DateTime<Utc>) -> Result<Claim, StoreError> {
     for attempt in 0..ATTEMPTS {
         let mut tx = Tx::default();
@@ -118,12 +118,12 @@ pub(super) async fn claim(st: &DynamoStore, occ: &Occurrence, job: &Job, now: Da
     Err(conflict(job))
 }
 
-/// `Store::claim_status`.
+/// `JobStore::claim_status`.
 pub(super) async fn claim_status(st: &DynamoStore, occ: &Occurrence) -> Result<Option<String>, StoreError> {
     Ok(st.get(claim_key(occ)).await?.and_then(|it| get_s(&it, "status").map(str::to_string)))
 }
 
-/// `Store::finish_run`: the claim's status (if claimed), the run, then the retention trim.
+/// `JobStore::finish_run`: the claim's status (if claimed), the run, then the retention trim.
 pub(super) async fn finish_run(st: &DynamoStore, run: &RunRecord, retention: usize) -> Result<(), StoreError> {
     let occ = Occurrence::new(&run.job_id, run.fire_at);
     let res = st
@@ -156,7 +156,7 @@ pub(super) async fn finish_run(st: &DynamoStore, run: &RunRecord, retention: usi
     Ok(())
 }
 
-/// `Store::list_runs`: newest first.
+/// `JobStore::list_runs`: newest first.
 pub(super) async fn list_runs(st: &DynamoStore, job_id: &str, limit: usize) -> Result<Vec<RunRecord>, StoreError> {
     let items = st.query(Query::prefix(runs_pk(job_id), RUN_PREFIX).newest_first().take(limit)).await?;
     items.iter().map(|it| doc(it, "run")).collect()

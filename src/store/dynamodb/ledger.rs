@@ -22,7 +22,7 @@ async fn insert_marker(st: &DynamoStore, item: super::items::Item, cond: impl Fn
     Err(DynamoError::Contended(op).into())
 }
 
-/// `Store::ledger_begin`.
+/// `LedgerStore::ledger_begin`.
 pub(super) async fn ledger_begin(st: &DynamoStore, occ: &Occurrence, target: &str, now: DateTime<Utc>) -> Result<bool, StoreError> {
     let mut it = ledger_key(occ, target);
     it.insert("status".into(), s("sending"));
@@ -31,7 +31,7 @@ pub(super) async fn ledger_begin(st: &DynamoStore, occ: &Occurrence, target: &st
     insert_marker(st, it, Cond::absent, "ledger_begin").await
 }
 
-/// `Store::ledger_finish`: updates an existing row only, as in SQLite.
+/// `LedgerStore::ledger_finish`: updates an existing row only, as in SQLite.
 pub(super) async fn ledger_finish(
     st: &DynamoStore,
     occ: &Occurrence,
@@ -59,7 +59,7 @@ pub(super) async fn ledger_finish(
     }
 }
 
-/// `Store::use_once`: an expired key counts as absent even before TTL removes it.
+/// `LedgerStore::use_once`: an expired key counts as absent even before TTL removes it.
 pub(super) async fn use_once(st: &DynamoStore, key: &str, expires_at: DateTime<Utc>, now: DateTime<Utc>) -> Result<bool, StoreError> {
     let mut it = once_key(key);
     it.insert("expires_at".into(), n(ms(expires_at)));
@@ -69,12 +69,12 @@ pub(super) async fn use_once(st: &DynamoStore, key: &str, expires_at: DateTime<U
     insert_marker(st, it, cond, "use_once").await
 }
 
-/// `Store::get_meta`.
+/// `MetaStore::get_meta`.
 pub(super) async fn get_meta(st: &DynamoStore, key: &str) -> Result<Option<String>, StoreError> {
     Ok(st.get(meta_key(key)).await?.and_then(|it| get_s(&it, "value").map(str::to_string)))
 }
 
-/// `Store::put_meta`.
+/// `MetaStore::put_meta`.
 pub(super) async fn put_meta(st: &DynamoStore, key: &str, value: &str) -> Result<(), StoreError> {
     let mut it = meta_key(key);
     it.insert("value".into(), s(value));
@@ -82,7 +82,7 @@ pub(super) async fn put_meta(st: &DynamoStore, key: &str, value: &str) -> Result
     Ok(())
 }
 
-/// `Store::delete_meta`.
+/// `MetaStore::delete_meta`.
 pub(super) async fn delete_meta(st: &DynamoStore, key: &str) -> Result<(), StoreError> {
     st.client.delete_item().table_name(&st.table).set_key(Some(meta_key(key))).send().await.map_err(sdk("DeleteItem"))?;
     Ok(())

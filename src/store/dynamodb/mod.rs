@@ -78,7 +78,9 @@ mod tests;
 use crate::core::ids::{SessionId, SessionKey};
 use crate::core::job::{Job, Occurrence, RunRecord};
 use crate::core::session::{Message, SessionEntry, SessionRecord};
-use crate::ports::{Appended, Claim, InboundId, QueuedItem, SessionChange, Store, StoreError};
+use crate::ports::{
+    Appended, Claim, InboundId, JobStore, LedgerStore, MetaStore, QueueStore, QueuedItem, SessionChange, SessionStore, Store, StoreError,
+};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::ProvideErrorMetadata;
@@ -188,12 +190,14 @@ impl DynamoStore {
     }
 }
 
-#[async_trait]
 impl Store for DynamoStore {
     fn kind(&self) -> &'static str {
         "dynamodb"
     }
+}
 
+#[async_trait]
+impl SessionStore for DynamoStore {
     async fn get_entry(&self, key: &SessionKey) -> Result<Option<SessionEntry>, StoreError> {
         sessions::get_entry(self, key).await
     }
@@ -230,6 +234,13 @@ impl Store for DynamoStore {
         transcript::seen_inbound(self, id).await
     }
 
+    async fn wake_candidates(&self, now: DateTime<Utc>, all_leases: bool) -> Result<Vec<SessionKey>, StoreError> {
+        queue::wake_candidates(self, now, all_leases).await
+    }
+}
+
+#[async_trait]
+impl QueueStore for DynamoStore {
     async fn queue_push(&self, key: &SessionKey, item: &QueuedItem, cap: usize, dedupe: Option<&InboundId>) -> Result<usize, StoreError> {
         queue::push(self, key, item, cap, dedupe).await
     }
@@ -245,11 +256,10 @@ impl Store for DynamoStore {
     async fn queue_clear(&self, key: &SessionKey) -> Result<usize, StoreError> {
         queue::clear(self, key).await
     }
+}
 
-    async fn wake_candidates(&self, now: DateTime<Utc>, all_leases: bool) -> Result<Vec<SessionKey>, StoreError> {
-        queue::wake_candidates(self, now, all_leases).await
-    }
-
+#[async_trait]
+impl JobStore for DynamoStore {
     async fn put_job(&self, job: &Job) -> Result<Job, StoreError> {
         jobs::put(self, job).await
     }
@@ -285,7 +295,10 @@ impl Store for DynamoStore {
     async fn list_runs(&self, job_id: &str, limit: usize) -> Result<Vec<RunRecord>, StoreError> {
         jobs::list_runs(self, job_id, limit).await
     }
+}
 
+#[async_trait]
+impl LedgerStore for DynamoStore {
     async fn ledger_begin(&self, occ: &Occurrence, target: &str, now: DateTime<Utc>) -> Result<bool, StoreError> {
         ledger::ledger_begin(self, occ, target, now).await
     }
@@ -297,7 +310,10 @@ impl Store for DynamoStore {
     async fn use_once(&self, key: &str, expires_at: DateTime<Utc>, now: DateTime<Utc>) -> Result<bool, StoreError> {
         ledger::use_once(self, key, expires_at, now).await
     }
+}
 
+#[async_trait]
+impl MetaStore for DynamoStore {
     async fn get_meta(&self, key: &str) -> Result<Option<String>, StoreError> {
         ledger::get_meta(self, key).await
     }

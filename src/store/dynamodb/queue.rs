@@ -54,7 +54,7 @@ fn head_item(k: &SessionKey, head: u64, tail: u64) -> Item {
     it
 }
 
-/// `Store::queue_push`.
+/// `QueueStore::queue_push`.
 pub(super) async fn push(
     st: &DynamoStore,
     k: &SessionKey,
@@ -92,7 +92,7 @@ pub(super) async fn push(
     Err(DynamoError::Contended("queue_push").into())
 }
 
-/// `Store::queue_pop_into`.
+/// `QueueStore::queue_pop_into`.
 pub(super) async fn pop_into(st: &DynamoStore, k: &SessionKey, session: &SessionId) -> Result<Option<QueuedItem>, StoreError> {
     for attempt in 0..ATTEMPTS {
         let h = read_head(st, k).await?;
@@ -120,13 +120,13 @@ pub(super) async fn pop_into(st: &DynamoStore, k: &SessionKey, session: &Session
     Err(DynamoError::Contended("queue_pop_into").into())
 }
 
-/// `Store::queue_list`.
+/// `QueueStore::queue_list`.
 pub(super) async fn list(st: &DynamoStore, k: &SessionKey) -> Result<Vec<QueuedItem>, StoreError> {
     let items = st.query(Query::prefix(key_pk(k), QITEM_PREFIX)).await?;
     items.iter().map(|it| doc(it, "queue item")).collect()
 }
 
-/// `Store::queue_clear`: removes the items present when called, in transactions of up to
+/// `QueueStore::queue_clear`: removes the items present when called, in transactions of up to
 /// 99 items (each advancing the head), so a concurrent push is never lost.
 pub(super) async fn clear(st: &DynamoStore, k: &SessionKey) -> Result<usize, StoreError> {
     let mut removed = 0usize;
@@ -155,7 +155,7 @@ pub(super) async fn clear(st: &DynamoStore, k: &SessionKey) -> Result<usize, Sto
     }
 }
 
-/// `Store::wake_candidates`: one query of the sparse wake index.
+/// `SessionStore::wake_candidates`: one query of the sparse wake index.
 pub(super) async fn wake_candidates(st: &DynamoStore, now: DateTime<Utc>, all_leases: bool) -> Result<Vec<SessionKey>, StoreError> {
     let upper = (!all_leases).then(|| ms(now));
     let items = st.query(Query::index(GSI_WAKE, "WAKE", upper)).await?;

@@ -72,12 +72,12 @@ fn record_of(it: &Item) -> Result<SessionRecord, StoreError> {
     })
 }
 
-/// `Store::get_entry`.
+/// `SessionStore::get_entry`.
 pub(super) async fn get_entry(st: &DynamoStore, k: &SessionKey) -> Result<Option<SessionEntry>, StoreError> {
     st.get(key(key_pk(k), ENTRY_SK)).await?.map(|it| doc(&it, k.as_str())).transpose()
 }
 
-/// `Store::put_entry`.
+/// `SessionStore::put_entry`.
 pub(super) async fn put_entry(st: &DynamoStore, entry: &SessionEntry, changes: &[SessionChange]) -> Result<SessionEntry, StoreError> {
     let mut next = entry.clone();
     next.version = entry.version + 1;
@@ -198,18 +198,18 @@ fn plan_record(st: &DynamoStore, tx: &mut Tx, p: RecordPlan) -> Result<(), Store
     tx.put(&st.table, Part::Record, record_item(&rec), Some(cond))
 }
 
-/// `Store::list_entries`.
+/// `SessionStore::list_entries`.
 pub(super) async fn list_entries(st: &DynamoStore, limit: usize) -> Result<Vec<SessionEntry>, StoreError> {
     let items = st.query(Query::index(GSI_RECENT, ENTRIES, None).newest_first().take(limit)).await?;
     items.iter().map(|it| doc(it, "session entry")).collect()
 }
 
-/// `Store::get_session`.
+/// `SessionStore::get_session`.
 pub(super) async fn get_session(st: &DynamoStore, id: &SessionId) -> Result<Option<SessionRecord>, StoreError> {
     st.get(key(session_pk(id), RECORD_SK)).await?.as_ref().map(record_of).transpose()
 }
 
-/// `Store::list_sessions`.
+/// `SessionStore::list_sessions`.
 pub(super) async fn list_sessions(st: &DynamoStore, k: Option<&SessionKey>, limit: usize) -> Result<Vec<SessionRecord>, StoreError> {
     let q = match k {
         Some(k) => Query::index(GSI_KEY, &format!("KS#{}", k.as_str()), None),

@@ -1,12 +1,13 @@
-//! The conformance suite, the two-handle races and DynamoDB-specific checks (pagination,
-//! transaction limits, chunked clears) against a local DynamoDB API server (moto), whose
-//! URL `scripts/test.sh` exports as `HZ_MOTO_ENDPOINT`. Each test uses fresh tables with
+//! The conformance suite (one test per check, `store::dynamodb::tests::on_moto::*`, the
+//! two-handle races among them) and DynamoDB-specific checks (pagination, transaction
+//! limits, chunked clears) against a local DynamoDB API server (moto), whose URL
+//! `scripts/test.sh` exports as `HZ_MOTO_ENDPOINT`. Each test uses fresh tables with
 //! random names, so runs never see each other's data.
 
 use super::{DynamoError, DynamoStore};
 use crate::core::ids::{ChatType, Origin, SessionId, SessionKey};
 use crate::core::session::{Message, Role, SessionEntry, SessionRecord};
-use crate::ports::{QueuedItem, SessionChange, Store, StoreError};
+use crate::ports::{QueueStore, QueuedItem, SessionChange, SessionStore, Store, StoreError};
 use crate::store::conformance;
 use aws_sdk_dynamodb::config::{Credentials, Region};
 use chrono::Utc;
@@ -83,22 +84,32 @@ async fn fresh(endpoint: &str) -> DynamoStore {
     s
 }
 
-#[tokio::test]
-async fn conformance_on_moto() {
-    let Some(ep) = endpoint().await else { return };
-    // Pages of 3 items, so every listing crosses page boundaries.
-    conformance::run_all(|| async { Arc::new(fresh(&ep).await.with_page_size(3)) as Arc<dyn Store> }).await;
+/// A fresh table at the local server, with pages of 3 items so every listing crosses page
+/// boundaries. A second handle is a new client on the same table.
+struct OnMoto {
+    endpoint: String,
+    store: DynamoStore,
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn two_handles_race_on_moto() {
-    let Some(ep) = endpoint().await else { return };
-    let a = fresh(&ep).await;
-    let b = handle(&ep, a.table()).await;
-    let (a, b): (Arc<dyn Store>, Arc<dyn Store>) = (Arc::new(a), Arc::new(b));
-    conformance::cas_race(a.clone(), b.clone()).await;
-    conformance::claim_race(a, b).await;
+impl OnMoto {
+    /// `None` (and a note) when the local server is not running.
+    async fn new() -> Option<Self> {
+        let endpoint = endpoint().await?;
+        let store = fresh(&endpoint).await.with_page_size(3);
+        Some(Self { endpoint, store })
+    }
 }
+
+impl conformance::Fixture for OnMoto {
+    fn store(&self) -> Arc<dyn Store> {
+        Arc::new(self.store.clone())
+    }
+    async fn second(&self) -> Arc<dyn Store> {
+        Arc::new(handle(&self.endpoint, self.store.table()).await.with_page_size(3))
+    }
+}
+
+conformance::conformance_tests!(on_moto, OnMoto::new());
 
 #[tokio::test]
 async fn create_table_is_idempotent() {

@@ -48,7 +48,7 @@ pub(super) async fn plan_append(st: &DynamoStore, tx: &mut Tx, id: &SessionId, m
     Ok(())
 }
 
-/// `Store::append_messages`.
+/// `SessionStore::append_messages`.
 pub(super) async fn append(st: &DynamoStore, id: &SessionId, msgs: &[Message], dedupe: Option<&InboundId>) -> Result<Appended, StoreError> {
     for attempt in 0..ATTEMPTS {
         let mut tx = Tx::default();
@@ -66,7 +66,7 @@ pub(super) async fn append(st: &DynamoStore, id: &SessionId, msgs: &[Message], d
     Err(DynamoError::Contended("append_messages").into())
 }
 
-/// `Store::recent_messages`.
+/// `SessionStore::recent_messages`.
 pub(super) async fn recent(st: &DynamoStore, id: &SessionId, limit: usize) -> Result<Vec<Message>, StoreError> {
     let items = st.query(Query::prefix(session_pk(id), MSG_PREFIX).newest_first().take(limit)).await?;
     let mut out = items.iter().map(|it| doc(it, "message")).collect::<Result<Vec<Message>, _>>()?;
@@ -74,12 +74,12 @@ pub(super) async fn recent(st: &DynamoStore, id: &SessionId, limit: usize) -> Re
     Ok(out)
 }
 
-/// `Store::count_messages`: the counter is the last sequence number.
+/// `SessionStore::count_messages`: the counter is the last sequence number.
 pub(super) async fn count(st: &DynamoStore, id: &SessionId) -> Result<u64, StoreError> {
     Ok(st.get(key(session_pk(id), SEQ_SK)).await?.and_then(|it| get_n(&it, "n")).unwrap_or(0))
 }
 
-/// `Store::seen_inbound`.
+/// `SessionStore::seen_inbound`.
 pub(super) async fn seen_inbound(st: &DynamoStore, d: &InboundId) -> Result<bool, StoreError> {
     Ok(st.get(inbound_key(d)).await?.is_some())
 }

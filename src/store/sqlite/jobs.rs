@@ -1,11 +1,12 @@
-//! SQLite bodies of the job, claim, run and ledger operations of the `Store` port. Each is
+//! SQLite bodies of [`JobStore`]: jobs with their due index, claims and runs. Each write is
 //! one immediate transaction; `claim` is the at-most-once primitive (insert-if-absent of the
 //! claim plus the job's compare-and-set, together).
 
-use super::ms;
+use super::{SqliteStore, ms};
 use crate::core::job::{Job, JobState, Occurrence, RunRecord};
-use crate::ports::{Claim, StoreError};
+use crate::ports::{Claim, JobStore, StoreError};
 use crate::store::{backend, decode, encode};
+use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
@@ -32,19 +33,19 @@ fn write_job(tx: &Transaction<'_>, job: &Job) -> Result<Job, StoreError> {
     Ok(next)
 }
 
-pub(super) fn put(c: &mut Connection, job: &Job) -> Result<Job, StoreError> {
+fn put(c: &mut Connection, job: &Job) -> Result<Job, StoreError> {
     let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
     let j = write_job(&tx, job)?;
     tx.commit().map_err(backend)?;
     Ok(j)
 }
 
-pub(super) fn get(c: &Connection, id: &str) -> Result<Option<Job>, StoreError> {
+fn get(c: &Connection, id: &str) -> Result<Option<Job>, StoreError> {
     let doc: Option<String> = c.query_row("SELECT doc FROM jobs WHERE id = ?1", [id], |r| r.get(0)).optional().map_err(backend)?;
     doc.map(|d| decode(id, &d)).transpose()
 }
 
-pub(super) fn list(c: &Connection, due_before: Option<i64>, limit: usize) -> Result<Vec<Job>, StoreError> {
+fn list(c: &Connection, due_before: Option<i64>, limit: usize) -> Result<Vec<Job>, StoreError> {
     let (sql, arg) = match due_before {
         Some(t) => ("SELECT doc FROM jobs WHERE due_at IS NOT NULL AND due_at <= ?1 ORDER BY due_at LIMIT ?2", t),
         None => ("SELECT doc FROM jobs WHERE ?1 = ?1 ORDER BY id LIMIT ?2", 0),
@@ -54,11 +55,11 @@ pub(super) fn list(c: &Connection, due_before: Option<i64>, limit: usize) -> Res
     rows.map(|r| r.map_err(backend).and_then(|d| decode("job", &d))).collect()
 }
 
-pub(super) fn delete(c: &Connection, id: &str) -> Result<bool, StoreError> {
+fn delete(c: &Connection, id: &str) -> Result<bool, StoreError> {
     c.execute("DELETE FROM jobs WHERE id = ?1", [id]).map(|n| n > 0).map_err(backend)
 }
 
-pub(super) fn claim(c: &mut Connection, occ: &Occurrence, job: &Job, now: DateTime<Utc>) -> Result<Claim, StoreError> {
+fn claim(c: &mut Connection, occ: &Occurrence, job: &Job, now: DateTime<Utc>) -> Result<Claim, StoreError> {
     let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
     let n = tx
         .execute(
@@ -74,13 +75,13 @@ pub(super) fn claim(c: &mut Connection, occ: &Occurrence, job: &Job, now: DateTi
     Ok(Claim::Claimed(Box::new(j)))
 }
 
-pub(super) fn claim_status(c: &Connection, occ: &Occurrence) -> Result<Option<String>, StoreError> {
+fn claim_status(c: &Connection, occ: &Occurrence) -> Result<Option<String>, StoreError> {
     c.query_row("SELECT status FROM claims WHERE job_id = ?1 AND fire_at = ?2", params![occ.job_id, occ.fire_at.timestamp()], |r| r.get(0))
         .optional()
         .map_err(backend)
 }
 
-pub(super) fn finish_run(c: &mut Connection, run: &RunRecord, retention: usize) -> Result<(), StoreError> {
+fn finish_run(c: &mut Connection, run: &RunRecord, retention: usize) -> Result<(), StoreError> {
     let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
     tx.execute(
         "UPDATE claims SET status = ?3 WHERE job_id = ?1 AND fire_at = ?2",
@@ -100,36 +101,55 @@ pub(super) fn finish_run(c: &mut Connection, run: &RunRecord, retention: usize) 
     tx.commit().map_err(backend)
 }
 
-pub(super) fn list_runs(c: &Connection, job_id: &str, limit: usize) -> Result<Vec<RunRecord>, StoreError> {
+fn list_runs(c: &Connection, job_id: &str, limit: usize) -> Result<Vec<RunRecord>, StoreError> {
     let mut st =
         c.prepare_cached("SELECT doc FROM runs WHERE job_id = ?1 ORDER BY started_at DESC, run_id DESC LIMIT ?2").map_err(backend)?;
     let rows = st.query_map(params![job_id, limit as i64], |r| r.get::<_, String>(0)).map_err(backend)?;
     rows.map(|r| r.map_err(backend).and_then(|d| decode("run", &d))).collect()
 }
 
-pub(super) fn ledger_begin(c: &Connection, occ: &Occurrence, target: &str, now: DateTime<Utc>) -> Result<bool, StoreError> {
-    c.execute(
-        "INSERT OR IGNORE INTO deliveries (job_id, fire_at, target, status, at) VALUES (?1, ?2, ?3, 'sending', ?4)",
-        params![occ.job_id, occ.fire_at.timestamp(), target, ms(now)],
-    )
-    .map(|n| n > 0)
-    .map_err(backend)
-}
+#[async_trait]
+impl JobStore for SqliteStore {
+    async fn put_job(&self, job: &Job) -> Result<Job, StoreError> {
+        let job = job.clone();
+        self.with(move |c| put(c, &job)).await
+    }
 
-pub(super) fn ledger_finish(c: &Connection, occ: &Occurrence, target: &str, status: &str, now: DateTime<Utc>) -> Result<(), StoreError> {
-    c.execute(
-        "UPDATE deliveries SET status = ?4, at = ?5 WHERE job_id = ?1 AND fire_at = ?2 AND target = ?3",
-        params![occ.job_id, occ.fire_at.timestamp(), target, status, ms(now)],
-    )
-    .map(|_| ())
-    .map_err(backend)
-}
+    async fn get_job(&self, id: &str) -> Result<Option<Job>, StoreError> {
+        let id = id.to_string();
+        self.with(move |c| get(c, &id)).await
+    }
 
-pub(super) fn use_once(c: &mut Connection, key: &str, expires_at: DateTime<Utc>, now: DateTime<Utc>) -> Result<bool, StoreError> {
-    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
-    tx.execute("DELETE FROM once_keys WHERE expires_at < ?1", [ms(now)]).map_err(backend)?;
-    let n =
-        tx.execute("INSERT OR IGNORE INTO once_keys (key, expires_at) VALUES (?1, ?2)", params![key, ms(expires_at)]).map_err(backend)?;
-    tx.commit().map_err(backend)?;
-    Ok(n > 0)
+    async fn list_jobs(&self) -> Result<Vec<Job>, StoreError> {
+        self.with(|c| list(c, None, usize::MAX >> 1)).await
+    }
+
+    async fn delete_job(&self, id: &str) -> Result<bool, StoreError> {
+        let id = id.to_string();
+        self.with(move |c| delete(c, &id)).await
+    }
+
+    async fn due_jobs(&self, now: DateTime<Utc>, limit: usize) -> Result<Vec<Job>, StoreError> {
+        self.with(move |c| list(c, Some(ms(now)), limit)).await
+    }
+
+    async fn claim_occurrence(&self, occ: &Occurrence, job: &Job, now: DateTime<Utc>) -> Result<Claim, StoreError> {
+        let (occ, job) = (occ.clone(), job.clone());
+        self.with(move |c| claim(c, &occ, &job, now)).await
+    }
+
+    async fn claim_status(&self, occ: &Occurrence) -> Result<Option<String>, StoreError> {
+        let occ = occ.clone();
+        self.with(move |c| claim_status(c, &occ)).await
+    }
+
+    async fn finish_run(&self, run: &RunRecord, retention: usize) -> Result<(), StoreError> {
+        let run = run.clone();
+        self.with(move |c| finish_run(c, &run, retention)).await
+    }
+
+    async fn list_runs(&self, job_id: &str, limit: usize) -> Result<Vec<RunRecord>, StoreError> {
+        let id = job_id.to_string();
+        self.with(move |c| list_runs(c, &id, limit)).await
+    }
 }

@@ -1,69 +1,18 @@
-//! The ports: narrow traits the application needs from the world, held as `Arc<dyn Port>`.
+//! The store port, split by concern: [`SessionStore`] (entries, conversation records,
+//! transcripts, inbound ids, wake candidates), [`QueueStore`] (the per-session FIFO),
+//! [`JobStore`] (jobs, the due index, claims, runs), [`LedgerStore`] (delivery ledger and
+//! once keys) and [`MetaStore`] (small named records). [`Store`] is all of them plus
+//! [`Store::kind`]; the app holds it as `Arc<dyn Store>`.
 //!
-//! Adapters live in `store/` and `clients/`; the app in `app/` sees only these traits.
-//! Nothing here knows SQL, HTTP or AWS.
+//! Every method is one atomic operation in every adapter. Adapters live in `store/`; the
+//! one behaviour suite they all pass is `store/conformance`.
 
 use crate::core::ids::{SessionId, SessionKey};
 use crate::core::job::{Job, Occurrence, RunRecord};
-use crate::core::session::{Message, SessionEntry, SessionRecord, ToolCall};
+use crate::core::session::{Message, SessionEntry, SessionRecord};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use std::sync::Mutex;
-
-/// The source of "now". Every time rule is a pure function of this value.
-pub trait Clock: Send + Sync {
-    /// Current instant.
-    fn now(&self) -> DateTime<Utc>;
-}
-
-/// The wall clock.
-#[derive(Debug, Default)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now(&self) -> DateTime<Utc> {
-        Utc::now()
-    }
-}
-
-/// The wall clock shifted by a fixed offset (the `HERMES_CLOCK_OFFSET_SECS` testing aid).
-#[derive(Debug)]
-pub struct OffsetClock(pub chrono::Duration);
-
-impl Clock for OffsetClock {
-    fn now(&self) -> DateTime<Utc> {
-        Utc::now() + self.0
-    }
-}
-
-/// A clock moved by hand (tests and simulations).
-#[derive(Debug)]
-pub struct ManualClock(Mutex<DateTime<Utc>>);
-
-impl ManualClock {
-    /// Starts at `t`.
-    pub fn new(t: DateTime<Utc>) -> Self {
-        Self(Mutex::new(t))
-    }
-
-    /// Moves to `t`.
-    pub fn set(&self, t: DateTime<Utc>) {
-        *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = t;
-    }
-
-    /// Moves forward.
-    pub fn advance(&self, d: chrono::Duration) {
-        let mut g = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        *g += d;
-    }
-}
-
-impl Clock for ManualClock {
-    fn now(&self) -> DateTime<Utc> {
-        *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
 
 /// Store failures.
 #[derive(Debug, thiserror::Error)]
@@ -150,12 +99,26 @@ pub enum Appended {
     Duplicate,
 }
 
-/// The key-value store behind every process. Each method is one atomic operation.
-#[async_trait]
-pub trait Store: Send + Sync {
+/// Result of claiming an occurrence.
+#[derive(Debug, Clone)]
+pub enum Claim {
+    /// This caller owns the occurrence; the job as written.
+    Claimed(Box<Job>),
+    /// Someone claimed it before.
+    Duplicate,
+}
+
+/// The whole store: every concern on one backing store, plus its name. The app holds it as
+/// `Arc<dyn Store>`; adapters implement each concern's trait and this one.
+pub trait Store: SessionStore + QueueStore + JobStore + LedgerStore + MetaStore {
     /// `sqlite` or `dynamodb`.
     fn kind(&self) -> &'static str;
+}
 
+/// Session entries (the compare-and-set hub of a conversation key), conversation records,
+/// transcripts and inbound ids.
+#[async_trait]
+pub trait SessionStore: Send + Sync {
     /// The entry of a session key.
     async fn get_entry(&self, key: &SessionKey) -> Result<Option<SessionEntry>, StoreError>;
 
@@ -186,6 +149,15 @@ pub trait Store: Send + Sync {
     /// Whether an inbound id was already recorded.
     async fn seen_inbound(&self, id: &InboundId) -> Result<bool, StoreError>;
 
+    /// Keys that need attention from a sweep: leases expired before `now`, entries flagged
+    /// for a wake (pending slot, resume), and keys with queued items. With `all_leases`,
+    /// every key holding a lease (startup after an unclean exit).
+    async fn wake_candidates(&self, now: DateTime<Utc>, all_leases: bool) -> Result<Vec<SessionKey>, StoreError>;
+}
+
+/// The per-session FIFO of messages waiting for their own turn.
+#[async_trait]
+pub trait QueueStore: Send + Sync {
     /// Appends to the key's FIFO if it holds fewer than `cap` items, recording `dedupe` in
     /// the same write. Returns the new length; [`StoreError::QueueFull`] past the cap,
     /// [`StoreError::DuplicateInbound`] for a seen id.
@@ -199,12 +171,11 @@ pub trait Store: Send + Sync {
 
     /// Empties the key's FIFO; returns how many items were removed.
     async fn queue_clear(&self, key: &SessionKey) -> Result<usize, StoreError>;
+}
 
-    /// Keys that need attention from a sweep: leases expired before `now`, entries flagged
-    /// for a wake (pending slot, resume), and keys with queued items. With `all_leases`,
-    /// every key holding a lease (startup after an unclean exit).
-    async fn wake_candidates(&self, now: DateTime<Utc>, all_leases: bool) -> Result<Vec<SessionKey>, StoreError>;
-
+/// Jobs with their due index, the at-most-once claims of their occurrences, and run records.
+#[async_trait]
+pub trait JobStore: Send + Sync {
     /// Writes a job with compare-and-set on `job.version` (0 = create; it must not exist).
     /// Returns the job with its new version.
     async fn put_job(&self, job: &Job) -> Result<Job, StoreError>;
@@ -235,7 +206,12 @@ pub trait Store: Send + Sync {
 
     /// Recent runs of a job, newest first.
     async fn list_runs(&self, job_id: &str, limit: usize) -> Result<Vec<RunRecord>, StoreError>;
+}
 
+/// Records written once and never again: the delivery ledger of each occurrence and target,
+/// and expiring once keys (JWT `jti`).
+#[async_trait]
+pub trait LedgerStore: Send + Sync {
     /// Delivery ledger: records `(occurrence, target)`; false if it was already recorded
     /// (the message must not be sent again).
     async fn ledger_begin(&self, occ: &Occurrence, target: &str, now: DateTime<Utc>) -> Result<bool, StoreError>;
@@ -246,8 +222,12 @@ pub trait Store: Send + Sync {
     /// Records `key` once until `expires_at` (JWT `jti` replay store); false if present and
     /// not yet expired at `now` (the caller's clock: a store never reads the wall clock).
     async fn use_once(&self, key: &str, expires_at: DateTime<Utc>, now: DateTime<Utc>) -> Result<bool, StoreError>;
+}
 
-    /// A small named record (markers, heartbeats).
+/// Small named records (markers, heartbeats).
+#[async_trait]
+pub trait MetaStore: Send + Sync {
+    /// A small named record.
     async fn get_meta(&self, key: &str) -> Result<Option<String>, StoreError>;
 
     /// Writes a small named record.
@@ -255,187 +235,4 @@ pub trait Store: Send + Sync {
 
     /// Deletes a small named record.
     async fn delete_meta(&self, key: &str) -> Result<(), StoreError>;
-}
-
-/// Result of claiming an occurrence.
-#[derive(Debug, Clone)]
-pub enum Claim {
-    /// This caller owns the occurrence; the job as written.
-    Claimed(Box<Job>),
-    /// Someone claimed it before.
-    Duplicate,
-}
-
-/// A tool the model may call.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ToolSpec {
-    /// Name.
-    pub name: String,
-    /// What it does.
-    pub description: String,
-    /// JSON Schema of the arguments.
-    pub parameters: serde_json::Value,
-}
-
-/// One model request.
-#[derive(Debug, Clone)]
-pub struct ChatRequest {
-    /// The prompt: system first, then the transcript.
-    pub messages: Vec<Message>,
-    /// Tools offered.
-    pub tools: Vec<ToolSpec>,
-    /// Per-job model override.
-    pub model: Option<String>,
-}
-
-/// One model answer.
-#[derive(Debug, Clone, Default)]
-pub struct ChatResponse {
-    /// Text (may be empty when calling tools).
-    pub content: String,
-    /// Tool calls requested.
-    pub tool_calls: Vec<ToolCall>,
-    /// Prompt tokens.
-    pub input_tokens: u64,
-    /// Completion tokens.
-    pub output_tokens: u64,
-    /// Prompt tokens read from the provider's prompt cache (part of `input_tokens`).
-    pub cache_read_tokens: u64,
-    /// Prompt tokens written to the provider's prompt cache (part of `input_tokens`).
-    pub cache_creation_tokens: u64,
-    /// Why the model stopped (`end_turn`, `tool_use`, `stop`, `max_tokens`, …; may be empty).
-    pub stop_reason: String,
-    /// The model id that answered (`offline` for the built-in reply).
-    pub model: String,
-}
-
-/// Model failures, classified once.
-#[derive(Debug, thiserror::Error)]
-pub enum LlmError {
-    /// Timed out or could not connect (after retries).
-    #[error("model unreachable: {0}")]
-    Unreachable(String),
-    /// 429 after retries.
-    #[error("model rate-limited")]
-    RateLimited,
-    /// 401/403.
-    #[error("model rejected the API key (HTTP {0})")]
-    Unauthorized(u16),
-    /// Other non-success status.
-    #[error("model returned HTTP {status}: {detail}")]
-    Status {
-        /// HTTP status.
-        status: u16,
-        /// Short upstream detail (never a secret).
-        detail: String,
-    },
-    /// The body was not a chat completion.
-    #[error("model answer not understood: {0}")]
-    BadResponse(String),
-}
-
-/// A chat-completions model.
-#[async_trait]
-pub trait Llm: Send + Sync {
-    /// `offline`, `openai`, `anthropic`, `fallback`, …
-    fn name(&self) -> &'static str;
-
-    /// One completion.
-    async fn complete(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError>;
-}
-
-/// Where a message is delivered.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Target {
-    /// Platform.
-    pub platform: String,
-    /// Chat.
-    pub chat_id: String,
-    /// Thread, if any.
-    #[serde(default)]
-    pub thread_id: Option<String>,
-}
-
-/// Delivery failures, classified once.
-#[derive(Debug, thiserror::Error)]
-pub enum DeliveryError {
-    /// No adapter or credentials for that platform.
-    #[error("platform `{0}` is not configured for delivery")]
-    NotConfigured(String),
-    /// Temporary: worth retrying.
-    #[error("delivery failed temporarily: {0}")]
-    Retryable(String),
-    /// Rate-limited, with the wait the platform asked for.
-    #[error("delivery rate-limited (retry after {0} s)")]
-    RateLimited(u64),
-    /// Permanent: retrying will not help.
-    #[error("delivery refused: {0}")]
-    Permanent(String),
-}
-
-/// Outbound messages to chat platforms.
-#[async_trait]
-pub trait Delivery: Send + Sync {
-    /// Sends `text` (split to the platform's limit by the adapter).
-    async fn send(&self, target: &Target, text: &str) -> Result<(), DeliveryError>;
-}
-
-/// Timer-provider failures, classified once.
-#[derive(Debug, thiserror::Error)]
-pub enum TimerError {
-    /// Temporary (5xx, timeout) after retries.
-    #[error("timer provider unavailable: {0}")]
-    Unavailable(String),
-    /// Refused (4xx): retrying will not help.
-    #[error("timer provider refused: {0}")]
-    Refused(String),
-}
-
-/// What a reconcile changed.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct ReconcileReport {
-    /// Timers armed or moved.
-    pub armed: usize,
-    /// Timers cancelled.
-    pub cancelled: usize,
-    /// Timers already right.
-    pub unchanged: usize,
-}
-
-/// Whoever wakes the process for the next occurrence of each job (Chronos, EventBridge, or
-/// nobody: the built-in ticker polls the store).
-#[async_trait]
-pub trait Timers: Send + Sync {
-    /// `builtin`, `chronos`, `eventbridge`.
-    fn name(&self) -> &'static str;
-
-    /// Makes the provider's timer for `job` match `job.next_run_at` (cancels when the job is
-    /// not armed).
-    async fn arm(&self, job: &Job) -> Result<(), TimerError>;
-
-    /// Removes the job's timer (unknown is fine).
-    async fn cancel(&self, job_id: &str) -> Result<(), TimerError>;
-
-    /// Compares the desired timers (`jobs`) with the provider's and fixes the difference.
-    async fn reconcile(&self, jobs: &[Job]) -> Result<ReconcileReport, TimerError>;
-}
-
-/// The built-in provider: nothing to arm, the ticker finds due jobs in the store.
-#[derive(Debug, Default)]
-pub struct PollingTimers;
-
-#[async_trait]
-impl Timers for PollingTimers {
-    fn name(&self) -> &'static str {
-        "builtin"
-    }
-    async fn arm(&self, _job: &Job) -> Result<(), TimerError> {
-        Ok(())
-    }
-    async fn cancel(&self, _job_id: &str) -> Result<(), TimerError> {
-        Ok(())
-    }
-    async fn reconcile(&self, jobs: &[Job]) -> Result<ReconcileReport, TimerError> {
-        Ok(ReconcileReport { unchanged: jobs.iter().filter(|j| j.armed()).count(), ..ReconcileReport::default() })
-    }
 }

@@ -1,0 +1,41 @@
+//! The delivery port: outbound messages to chat platforms and their classified failures.
+//! Adapters live in `clients/`.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+/// Where a message is delivered.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Target {
+    /// Platform.
+    pub platform: String,
+    /// Chat.
+    pub chat_id: String,
+    /// Thread, if any.
+    #[serde(default)]
+    pub thread_id: Option<String>,
+}
+
+/// Delivery failures, classified once.
+#[derive(Debug, thiserror::Error)]
+pub enum DeliveryError {
+    /// No adapter or credentials for that platform.
+    #[error("platform `{0}` is not configured for delivery")]
+    NotConfigured(String),
+    /// Temporary: worth retrying.
+    #[error("delivery failed temporarily: {0}")]
+    Retryable(String),
+    /// Rate-limited, with the wait the platform asked for.
+    #[error("delivery rate-limited (retry after {0} s)")]
+    RateLimited(u64),
+    /// Permanent: retrying will not help.
+    #[error("delivery refused: {0}")]
+    Permanent(String),
+}
+
+/// Outbound messages to chat platforms.
+#[async_trait]
+pub trait Delivery: Send + Sync {
+    /// Sends `text` (split to the platform's limit by the adapter).
+    async fn send(&self, target: &Target, text: &str) -> Result<(), DeliveryError>;
+}

@@ -1,0 +1,79 @@
+//! The ports: narrow traits the application needs from the world, held as `Arc<dyn Port>`.
+//!
+//! Adapters live in `store/` and `clients/`; the app in `app/` sees only these traits.
+//! Nothing here knows SQL, HTTP or AWS. This file owns the [`Clock`]; each other port has
+//! its own file, re-exported here so every port is named `crate::ports::X`:
+//! - `store`: [`Store`], split by concern into [`SessionStore`], [`QueueStore`],
+//!   [`JobStore`], [`LedgerStore`] and [`MetaStore`]. Through `Arc<dyn Store>` every method
+//!   is callable without importing its concern; a concrete adapter needs the concern in scope;
+//! - `llm`: [`Llm`], the model; `delivery`: [`Delivery`], outbound messages;
+//! - `timers`: [`Timers`], whoever wakes the process for a job's next occurrence.
+
+mod delivery;
+mod llm;
+mod store;
+mod timers;
+
+pub use delivery::{Delivery, DeliveryError, Target};
+pub use llm::{ChatRequest, ChatResponse, Llm, LlmError, ToolSpec};
+pub use store::{
+    Appended, Claim, InboundId, JobStore, LedgerStore, MetaStore, QueueStore, QueuedItem, SessionChange, SessionStore, Store, StoreError,
+};
+pub use timers::{PollingTimers, ReconcileReport, TimerError, Timers};
+
+use chrono::{DateTime, Utc};
+use std::sync::Mutex;
+
+/// The source of "now". Every time rule is a pure function of this value.
+pub trait Clock: Send + Sync {
+    /// Current instant.
+    fn now(&self) -> DateTime<Utc>;
+}
+
+/// The wall clock.
+#[derive(Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now()
+    }
+}
+
+/// The wall clock shifted by a fixed offset (the `HERMES_CLOCK_OFFSET_SECS` testing aid).
+#[derive(Debug)]
+pub struct OffsetClock(pub chrono::Duration);
+
+impl Clock for OffsetClock {
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now() + self.0
+    }
+}
+
+/// A clock moved by hand (tests and simulations).
+#[derive(Debug)]
+pub struct ManualClock(Mutex<DateTime<Utc>>);
+
+impl ManualClock {
+    /// Starts at `t`.
+    pub fn new(t: DateTime<Utc>) -> Self {
+        Self(Mutex::new(t))
+    }
+
+    /// Moves to `t`.
+    pub fn set(&self, t: DateTime<Utc>) {
+        *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = t;
+    }
+
+    /// Moves forward.
+    pub fn advance(&self, d: chrono::Duration) {
+        let mut g = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *g += d;
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> DateTime<Utc> {
+        *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
