@@ -47,7 +47,7 @@ impl App {
         match (platform, parts.next(), parts.next()) {
             ("local", None, _) => Resolved::Local,
             ("origin", None, _) => match &job.origin {
-                Some(o) if o.platform == "telegram" || o.platform == "discord" => {
+                Some(o) if self.delivery.delivers_to(&o.platform) => {
                     Resolved::Chat(Target { platform: o.platform.clone(), chat_id: o.chat_id.clone(), thread_id: o.thread_id.clone() })
                 }
                 _ => Resolved::Local,

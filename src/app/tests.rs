@@ -1,7 +1,7 @@
 //! Use-case tests with the real embedded store, a manual clock and in-process fakes of the
 //! model and delivery ports: time rules are driven through the clock port, never sleeps.
 
-use crate::app::{App, Inbound};
+use crate::app::{App, Inbound, ReplyPath};
 use crate::config::{Env, parse_yaml};
 use crate::core::ids::{ChatType, Origin, SessionKey};
 use crate::ports::{ChatRequest, ChatResponse, Delivery, DeliveryError, Llm, LlmError, ManualClock, QueuedItem, Target};
@@ -30,6 +30,9 @@ struct Outbox(Mutex<Vec<(Target, String)>>);
 
 #[async_trait]
 impl Delivery for Outbox {
+    fn delivers_to(&self, platform: &str) -> bool {
+        matches!(platform, "telegram" | "discord")
+    }
     async fn send(&self, target: &Target, text: &str) -> Result<(), DeliveryError> {
         self.0.lock().unwrap().push((target.clone(), text.to_string()));
         Ok(())
@@ -70,6 +73,7 @@ fn inbound(platform: &str, text: &str) -> Inbound {
         text: text.into(),
         message_id: None,
         user_name: None,
+        reply: ReplyPath::Origin,
     }
 }
 
