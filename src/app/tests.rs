@@ -163,3 +163,17 @@ impl ManualClock {
         crate::ports::Clock::now(self)
     }
 }
+
+#[tokio::test]
+async fn a_message_its_caller_answers_sends_nothing_to_the_origin() {
+    let k = kit("allow_all_users: true", "2026-01-01T10:00:00Z");
+    let answered_here = Inbound { reply: ReplyPath::Caller, ..inbound("discord", "hello") };
+    let out = k.app.handle_inbound(answered_here).await.unwrap();
+    assert_eq!(out.reply.as_deref(), Some("echo: hello"));
+    let help = Inbound { reply: ReplyPath::Caller, ..inbound("discord", "/help") };
+    assert!(k.app.handle_inbound(help).await.unwrap().reply.is_some());
+    assert!(k.outbox.0.lock().unwrap().is_empty(), "the caller answers from the outcome");
+    k.app.handle_inbound(inbound("discord", "again")).await.unwrap();
+    let sent: Vec<String> = k.outbox.0.lock().unwrap().iter().map(|(t, s)| format!("{}:{}:{s}", t.platform, t.chat_id)).collect();
+    assert_eq!(sent, ["discord:c1:echo: again"]);
+}

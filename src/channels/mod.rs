@@ -205,3 +205,6 @@ pub trait Channel: Send + Sync {
         Err(DeliveryError::Permanent(format!("{} messages cannot be edited yet", self.name())))
     }
 }
+
+#[cfg(test)]
+mod tests;
