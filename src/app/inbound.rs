@@ -51,13 +51,13 @@ pub const RESTARTING: &str = "⚠️ Gateway restarting — your message is save
 impl App {
     /// Whether the sender may talk to the agent (SPEC §4: deny by default on chat platforms).
     pub fn is_allowed(&self, origin: &Origin) -> bool {
+        // api (bearer key), local (the operator's terminal) and cron are authenticated already;
+        // every chat platform (a registered channel) denies by default, even one without settings.
+        if !self.delivers_to(origin) {
+            return true;
+        }
         let s = &self.cfg.settings;
-        let list = match origin.platform.as_str() {
-            "telegram" => &s.platforms.telegram.allowed_users,
-            "discord" => &s.platforms.discord.allowed_users,
-            // api (bearer key), local (the operator's terminal) and cron are authenticated already.
-            _ => return true,
-        };
+        let list = s.platforms.get(&origin.platform).map_or(&[][..], |p| p.allowed_users.as_slice());
         s.allow_all_users || origin.user_id.as_ref().is_some_and(|u| list.iter().any(|a| a == u))
     }
 

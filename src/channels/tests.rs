@@ -68,7 +68,7 @@ async fn a_registered_channel_gets_its_route_and_delivery() {
     let fake = Fake::default();
     let (parsed, sent) = (fake.parsed.clone(), fake.sent.clone());
     let llm = CountingLlm::new("hello world");
-    let mut app = crate::test_support::app("{}", &Env::default(), chrono::Utc::now(), llm.clone());
+    let mut app = crate::test_support::app("allow_all_users: true", &Env::default(), chrono::Utc::now(), llm.clone());
     let channels = Arc::new(Channels::from_config(&app.cfg).with(fake));
     app.delivery = channels.clone();
     let state = Arc::new(HttpState { app, channels, api_key: None, provider: "builtin".into() });
@@ -84,4 +84,15 @@ async fn a_registered_channel_gets_its_route_and_delivery() {
     let parts: Vec<(String, String)> = sent.lock().unwrap().clone();
     let want = [("room", "hello"), ("room", " worl"), ("room", "d")].map(|(c, t)| (c.to_string(), t.to_string()));
     assert_eq!(parts, want, "the reply goes out through the channel, split at its limit");
+}
+
+#[test]
+fn a_registered_channel_denies_by_default() {
+    let mut app = crate::test_support::app("{}", &Env::default(), chrono::Utc::now(), CountingLlm::new("x"));
+    let fake = Origin::new("fake", "room", ChatType::Dm, Some("u1"), None).unwrap();
+    let api = Origin { platform: "api".into(), ..fake.clone() };
+    assert!(app.is_allowed(&fake), "not a channel yet: authenticated elsewhere");
+    app.delivery = Arc::new(Channels::default().with(Fake::default()));
+    assert!(!app.is_allowed(&fake), "a chat platform without an allow list refuses everyone");
+    assert!(app.is_allowed(&api));
 }
