@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use axum::body::Body;
 use axum::http::Request;
 use chrono::{DateTime, Utc};
-use hermes_zero::app::{App, Inbound};
+use hermes_zero::app::{App, Inbound, ReplyPath};
 use hermes_zero::config::{Env, load_settings, parse_yaml};
 use hermes_zero::core::ids::{ChatType, Origin, SessionId, SessionKey};
 use hermes_zero::core::job::{Job, Occurrence, RunRecord};
@@ -41,6 +41,9 @@ struct NoDelivery;
 
 #[async_trait]
 impl Delivery for NoDelivery {
+    fn delivers_to(&self, _: &str) -> bool {
+        false
+    }
     async fn send(&self, _: &Target, _: &str) -> Result<(), DeliveryError> {
         Ok(())
     }
@@ -215,6 +218,7 @@ fn msg(chat: &str, text: &str) -> Inbound {
         text: text.into(),
         message_id: None,
         user_name: None,
+        reply: ReplyPath::Caller,
     }
 }
 
@@ -295,7 +299,7 @@ async fn fire_path(dir: &std::path::Path, jobs: usize, concurrency: usize, label
     }
     let fires = jobs.min(1000);
     let tokens: Vec<(String, String)> = (0..fires).map(|i| (format!("j{i}"), token(&format!("j{i}")))).collect();
-    let state = Arc::new(HttpState { app: app.clone(), api_key: None, provider: "chronos".into() });
+    let state = Arc::new(HttpState { app: app.clone(), channels: Arc::default(), api_key: None, provider: "chronos".into() });
     let before = store.1.load(Ordering::Relaxed);
     let sem = Arc::new(tokio::sync::Semaphore::new(concurrency));
     let t0 = Instant::now();

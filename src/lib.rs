@@ -9,7 +9,7 @@
 //! The data path is one straight line: transport → authenticate → use case → core rules →
 //! ports → adapters.
 //!
-//! - [`core`]: pure domain — ids, session state, reset policy, the two-level queue rules,
+//! - [`core`]: pure domain — ids, the inbound message, session state, reset policy, the two-level queue rules,
 //!   restart-recovery rules, commands, schedules (with DST), jobs and jobs.json, prompt
 //!   assembly, text splitting. No I/O.
 //! - [`ports`]: the traits the app needs — `Store`, `Llm`, `Delivery`, `Timers`, `Clock`.
@@ -17,19 +17,23 @@
 //!   queue, turn), recovery sweeps and clean shutdown, the one fire path, job management.
 //! - [`store`]: store adapters — SQLite (always), DynamoDB (feature `aws`, `docs/dynamodb.md`),
 //!   and the conformance suite every adapter passes.
+//! - [`channels`]: the chat platforms (Telegram, Discord) behind one `Channel` trait —
+//!   webhook authentication and normalization into a core `Inbound`, outbound send/split
+//!   with retries — and the registry that is the `Delivery` port; the API's normalization.
 //! - [`clients`]: outbound adapters — OpenAI-compatible, Anthropic and offline models (and the
-//!   fallback chain over them), Telegram, Discord, the Chronos NAS, EventBridge Scheduler
-//!   (feature `aws`).
-//! - [`http`]: the one router (`http::router`), extractors (API key, signatures, fire-token
+//!   fallback chain over them), the Chronos NAS, EventBridge Scheduler (feature `aws`).
+//! - [`http`]: the one router (`http::router`, webhook routes generated from the channel
+//!   registry), extractors (API key, signatures, fire-token
 //!   verification in `http::fire_auth`), error mapping, and the dashboard page (`http/ui/`,
 //!   served by `routes::ui`).
-//! - [`runtime`]: process wiring, `serve` and its ticker, the Lambda entry (feature `aws`).
+//! - [`runtime`]: process wiring (app and channel registry built once), `serve` and its ticker, the Lambda entry (feature `aws`).
 //! - [`dev`]: `chronos-dev`, the local NAS emulator.
 //! - [`config`]: typed settings from defaults, `config.yaml` and the environment; the table of
 //!   Hermes' model providers (`config::models`).
 //! - [`cli`]: the command line.
 
 pub mod app;
+pub mod channels;
 pub mod cli;
 pub mod clients;
 pub mod config;

@@ -1,5 +1,5 @@
 //! Shared pieces of the in-process tests: an app on the real in-memory store with a manual
-//! clock, and a model that counts its calls.
+//! clock, its HTTP state, and a model that counts its calls.
 
 use crate::app::App;
 use crate::config::{Env, load_settings, parse_yaml};
@@ -39,13 +39,20 @@ impl Llm for CountingLlm {
     }
 }
 
+/// The HTTP state over `app`, with a channel registry from the app's settings.
+pub fn http_state(app: App, api_key: Option<&str>, provider: &str) -> Arc<crate::http::HttpState> {
+    let channels = Arc::new(crate::channels::Channels::from_config(&app.cfg));
+    let api_key = api_key.map(|k| secrecy::SecretString::from(k.to_string()));
+    Arc::new(crate::http::HttpState { app, channels, api_key, provider: provider.into() })
+}
+
 /// An app with settings from `yaml` and secrets from `env`, the in-memory SQLite store, a
 /// manual clock at `now`, platform delivery from the same settings, and `llm`.
 pub fn app(yaml: &str, env: &Env, now: DateTime<Utc>, llm: Arc<dyn Llm>) -> App {
     let mut loaded = load_settings(std::path::Path::new("/nonexistent"), None, env).unwrap();
     loaded.settings = parse_yaml(yaml, "test").unwrap().0;
     App {
-        delivery: Arc::new(crate::clients::delivery::PlatformDelivery::from_config(&loaded)),
+        delivery: Arc::new(crate::channels::Channels::from_config(&loaded)),
         cfg: Arc::new(loaded),
         home: "/nonexistent".into(),
         store: Arc::new(SqliteStore::in_memory().unwrap()),

@@ -295,8 +295,9 @@ async fn retried_interaction_id_runs_no_second_turn() {
     assert_eq!(t.discord.followups(), vec!["echo: once only".to_string()]);
 }
 
-/// Needs the one-line wiring in `App::delivers_to` (see `clients::discord_interactions::
-/// answered_inline`); without it the bot token path posts the reply a second time.
+/// Needs the Discord channel's slash commands to reach the app with `ReplyPath::Caller`
+/// (see `channels::discord::interaction`); without it the bot token path posts the reply a
+/// second time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_a_bot_token_the_reply_is_not_posted_twice() {
     let t = setup("dc-bot", &[("DISCORD_BOT_TOKEN", "bot-token")]).await;

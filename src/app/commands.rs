@@ -58,7 +58,7 @@ impl App {
     }
 
     async fn command_reply(&self, msg: &Inbound, mut out: Outcome, text: String) -> Outcome {
-        self.send_to_origin(&msg.origin, &text).await;
+        self.reply(&msg.origin, msg.reply, &text).await;
         out.reply = Some(text);
         out
     }

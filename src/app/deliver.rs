@@ -37,17 +37,13 @@ impl App {
 
     fn resolve_one(&self, job: &Job, label: &str) -> Resolved {
         let p = &self.cfg.settings.platforms;
-        let home = |platform: &str| match platform {
-            "telegram" => Some(p.telegram.home_channel.clone()),
-            "discord" => Some(p.discord.home_channel.clone()),
-            _ => None,
-        };
+        let home = |platform: &str| p.get(platform).map(|s| s.home_channel.clone());
         let mut parts = label.splitn(3, ':');
         let platform = parts.next().unwrap_or_default();
         match (platform, parts.next(), parts.next()) {
             ("local", None, _) => Resolved::Local,
             ("origin", None, _) => match &job.origin {
-                Some(o) if o.platform == "telegram" || o.platform == "discord" => {
+                Some(o) if self.delivery.delivers_to(&o.platform) => {
                     Resolved::Chat(Target { platform: o.platform.clone(), chat_id: o.chat_id.clone(), thread_id: o.thread_id.clone() })
                 }
                 _ => Resolved::Local,

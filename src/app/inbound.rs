@@ -5,24 +5,12 @@ use crate::app::cas::{again, retry_cas};
 use crate::app::{App, AppError};
 use crate::core::commands;
 use crate::core::ids::{Origin, SessionId, SessionKey};
+pub use crate::core::inbound::{Inbound, ReplyPath};
 use crate::core::queue::{self, Route};
 use crate::core::reset;
 use crate::core::session::{Message, PendingMessage, Role, SessionEntry, SessionRecord};
 use crate::ports::{InboundId, QueuedItem, SessionChange, StoreError};
 use serde::Serialize;
-
-/// One inbound chat message, parsed at the edge.
-#[derive(Debug, Clone)]
-pub struct Inbound {
-    /// Where it came from.
-    pub origin: Origin,
-    /// The text.
-    pub text: String,
-    /// Platform message id (dedupe of platform retries).
-    pub message_id: Option<String>,
-    /// Sender's display name.
-    pub user_name: Option<String>,
-}
 
 /// What happened to an inbound message.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -73,13 +61,13 @@ enum Leasing {
 impl App {
     /// Whether the sender may talk to the agent (SPEC §4: deny by default on chat platforms).
     pub fn is_allowed(&self, origin: &Origin) -> bool {
+        // api (bearer key), local (the operator's terminal) and cron are authenticated already;
+        // every chat platform (a registered channel) denies by default, even one without settings.
+        if !self.delivers_to(origin) {
+            return true;
+        }
         let s = &self.cfg.settings;
-        let list = match origin.platform.as_str() {
-            "telegram" => &s.platforms.telegram.allowed_users,
-            "discord" => &s.platforms.discord.allowed_users,
-            // api (bearer key), local (the operator's terminal) and cron are authenticated already.
-            _ => return true,
-        };
+        let list = s.platforms.get(&origin.platform).map_or(&[][..], |p| p.allowed_users.as_slice());
         s.allow_all_users || origin.user_id.as_ref().is_some_and(|u| list.iter().any(|a| a == u))
     }
 
@@ -102,7 +90,7 @@ impl App {
         let mut out = Outcome { session_key: key.to_string(), ..Outcome::default() };
         if !self.is_allowed(&msg.origin) {
             tracing::info!(user_id = ?msg.origin.user_id, "refused: not on the allow list");
-            self.send_to_origin(&msg.origin, REFUSAL).await;
+            self.reply(&msg.origin, msg.reply, REFUSAL).await;
             out.refused = true;
             return Ok(out);
         }
@@ -131,7 +119,7 @@ impl App {
         out.session_id = entry.session_id.to_string();
         crate::app::crash::crash_point("turn:user_stored");
         self.live.register(&key, &token, &entry.origin);
-        let report = match self.one_turn(&entry).await {
+        let report = match self.one_turn_replying(&entry, msg.reply).await {
             Ok(r) => r,
             Err(e) => {
                 let _ = self.update_leased(&key, &token, &[], |e| e.lease = None).await;
@@ -276,10 +264,10 @@ impl App {
         out.busy = true;
         out.position = Some(position);
         if !self.live.accepting() {
-            self.send_to_origin(&msg.origin, RESTARTING).await;
+            self.reply(&msg.origin, msg.reply, RESTARTING).await;
         } else {
             let ack = if route == Route::Slot { queue::ACK_INTERRUPT } else { queue::ACK_QUEUE };
-            self.maybe_ack(&key, &msg.origin, ack).await?;
+            self.maybe_ack(&key, &msg.origin, msg.reply, ack).await?;
             // The holder may have released between our read and our write: make sure a turn runs.
             if self.store.get_entry(&key).await?.is_some_and(|e| e.lease.is_none()) {
                 self.kick(&key);
@@ -290,14 +278,14 @@ impl App {
 
     async fn refuse_full(&self, msg: &Inbound, mut out: Outcome) -> Outcome {
         let text = queue::full_reply(self.cfg.settings.max_queued);
-        self.send_to_origin(&msg.origin, &text).await;
+        self.reply(&msg.origin, msg.reply, &text).await;
         out.queue_full = true;
         out.reply = Some(text);
         out
     }
 
     /// Sends `text` if no acknowledgement went to this session in the last 30 s, recording it.
-    pub(crate) async fn maybe_ack(&self, key: &SessionKey, origin: &Origin, text: &str) -> Result<(), AppError> {
+    pub(crate) async fn maybe_ack(&self, key: &SessionKey, origin: &Origin, path: ReplyPath, text: &str) -> Result<(), AppError> {
         let acked = retry_cas(|| async move {
             let Some(mut e) = self.store.get_entry(key).await? else { return Ok(()) };
             let now = self.clock.now();
@@ -306,7 +294,7 @@ impl App {
             }
             e.last_ack_at = Some(now);
             self.store.put_entry(&e, &[]).await?;
-            self.send_to_origin(origin, text).await;
+            self.reply(origin, path, text).await;
             Ok(())
         })
         .await;

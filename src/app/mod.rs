@@ -13,7 +13,6 @@ mod deliver;
 mod fire;
 pub mod import;
 mod inbound;
-pub mod inline;
 mod jobs;
 mod lifecycle;
 mod recovery;
@@ -22,7 +21,7 @@ mod tools;
 mod turns;
 
 pub use fire::FireStatus;
-pub use inbound::{Inbound, Outcome, REFUSAL};
+pub use inbound::{Inbound, Outcome, REFUSAL, ReplyPath};
 pub use jobs::{SKIPPED_JOBS_KEY, SyncReport};
 pub use recovery::Live;
 pub use status::LAST_TICK_KEY;
@@ -85,15 +84,24 @@ impl App {
         }
     }
 
-    /// Whether replies to this origin go out through a platform adapter (not returned inline).
-    pub fn delivers_to(origin: &Origin) -> bool {
-        // A Discord interaction being answered inline gets its reply as a follow-up instead.
-        matches!(origin.platform.as_str(), "telegram" | "discord") && !inline::answered_inline(origin)
+    /// Whether replies to this origin go out through a platform channel (not only returned
+    /// to the caller): the delivery port knows which platforms it reaches.
+    pub fn delivers_to(&self, origin: &Origin) -> bool {
+        self.delivery.delivers_to(&origin.platform)
+    }
+
+    /// Sends a reply produced while handling one message along its [`ReplyPath`]: to the
+    /// origin, or nowhere when the transport answers from the outcome itself.
+    pub(crate) async fn reply(&self, origin: &Origin, path: ReplyPath, text: &str) -> bool {
+        match path {
+            ReplyPath::Origin => self.send_to_origin(origin, text).await,
+            ReplyPath::Caller => false,
+        }
     }
 
     /// Sends `text` to an origin's chat; failures are logged, never lost silently.
     pub async fn send_to_origin(&self, origin: &Origin, text: &str) -> bool {
-        if !Self::delivers_to(origin) || text.is_empty() {
+        if !self.delivers_to(origin) || text.is_empty() {
             return false;
         }
         let target = Target { platform: origin.platform.clone(), chat_id: origin.chat_id.clone(), thread_id: origin.thread_id.clone() };

@@ -1,7 +1,7 @@
 //! Use-case tests with the real embedded store, a manual clock and in-process fakes of the
 //! model and delivery ports: time rules are driven through the clock port, never sleeps.
 
-use crate::app::{App, Inbound};
+use crate::app::{App, Inbound, ReplyPath};
 use crate::config::{Env, parse_yaml};
 use crate::core::ids::{ChatType, Origin, SessionKey};
 use crate::ports::{ChatRequest, ChatResponse, Delivery, DeliveryError, Llm, LlmError, ManualClock, QueuedItem, Target};
@@ -30,6 +30,9 @@ struct Outbox(Mutex<Vec<(Target, String)>>);
 
 #[async_trait]
 impl Delivery for Outbox {
+    fn delivers_to(&self, platform: &str) -> bool {
+        matches!(platform, "telegram" | "discord")
+    }
     async fn send(&self, target: &Target, text: &str) -> Result<(), DeliveryError> {
         self.0.lock().unwrap().push((target.clone(), text.to_string()));
         Ok(())
@@ -70,6 +73,7 @@ fn inbound(platform: &str, text: &str) -> Inbound {
         text: text.into(),
         message_id: None,
         user_name: None,
+        reply: ReplyPath::Origin,
     }
 }
 
@@ -188,4 +192,18 @@ async fn sync_keeps_a_stored_recurring_bare_duration_and_makes_new_ones_one_shot
     app2.sync_jobs_file().await.unwrap();
     assert_eq!(app2.store.get_job("new").await.unwrap().unwrap().next_run_at, Some(now + Duration::minutes(45)));
     std::fs::remove_dir_all(&home).ok();
+}
+
+#[tokio::test]
+async fn a_message_its_caller_answers_sends_nothing_to_the_origin() {
+    let k = kit("allow_all_users: true", "2026-01-01T10:00:00Z");
+    let answered_here = Inbound { reply: ReplyPath::Caller, ..inbound("discord", "hello") };
+    let out = k.app.handle_inbound(answered_here).await.unwrap();
+    assert_eq!(out.reply.as_deref(), Some("echo: hello"));
+    let help = Inbound { reply: ReplyPath::Caller, ..inbound("discord", "/help") };
+    assert!(k.app.handle_inbound(help).await.unwrap().reply.is_some());
+    assert!(k.outbox.0.lock().unwrap().is_empty(), "the caller answers from the outcome");
+    k.app.handle_inbound(inbound("discord", "again")).await.unwrap();
+    let sent: Vec<String> = k.outbox.0.lock().unwrap().iter().map(|(t, s)| format!("{}:{}:{s}", t.platform, t.chat_id)).collect();
+    assert_eq!(sent, ["discord:c1:echo: again"]);
 }

@@ -6,6 +6,7 @@ use crate::app::agent::{self, TurnOutput, TurnSpec};
 use crate::app::cas::{again, retry_cas};
 use crate::app::{App, AppError, tools};
 use crate::core::ids::SessionKey;
+use crate::core::inbound::ReplyPath;
 use crate::core::recovery::{self, RESUME_NOTE};
 use crate::core::reset;
 use crate::core::session::{Lease, Message, Role, SessionEntry};
@@ -81,6 +82,12 @@ impl App {
     /// notices for resets and resumes, the agent loop within its budget, the success update,
     /// and delivery to the origin.
     pub(crate) async fn one_turn(&self, entry: &SessionEntry) -> Result<TurnReport, AppError> {
+        self.one_turn_replying(entry, ReplyPath::Origin).await
+    }
+
+    /// [`App::one_turn`], with its notices and reply sent along `path` (the first turn of a
+    /// message whose transport answers it itself sends nothing to the origin).
+    pub(crate) async fn one_turn_replying(&self, entry: &SessionEntry, path: ReplyPath) -> Result<TurnReport, AppError> {
         let key = &entry.session_key;
         let token = entry.lease.as_ref().map(|l| l.token.clone()).unwrap_or_default();
         let mut notes = Vec::new();
@@ -98,7 +105,7 @@ impl App {
             notes.push(RESUME_NOTE.to_string());
         }
         for n in &notices {
-            self.send_to_origin(&entry.origin, n).await;
+            self.reply(&entry.origin, path, n).await;
         }
         let spec = TurnSpec {
             session_id: &entry.session_id,
@@ -131,15 +138,16 @@ impl App {
                 })
                 .await?;
                 if !out.interrupted {
-                    self.send_to_origin(&entry.origin, &out.reply).await;
+                    self.reply(&entry.origin, path, &out.reply).await;
                     crate::app::crash::crash_point("turn:reply_delivered");
                 }
                 Ok(TurnReport { reply: out.reply, notices })
             }
             Err(e) => {
                 tracing::error!(session_key = %key, error = %e, "turn failed; its input stays in the transcript");
-                self.send_to_origin(
+                self.reply(
                     &entry.origin,
+                    path,
                     "⚠️ Sorry, I couldn't reach the model just now. Your message is saved; please try again in a moment.",
                 )
                 .await;

@@ -1,7 +1,7 @@
 //! Command bodies: each builds what it needs and calls the use cases.
 
 use super::{Command, SessionsCmd};
-use crate::app::{App, Inbound};
+use crate::app::{App, Inbound, ReplyPath};
 use crate::config::Loaded;
 use crate::core::ids::{ChatType, Origin, SessionId, SessionKey};
 use crate::runtime;
@@ -14,9 +14,9 @@ use std::process::ExitCode;
 pub async fn dispatch(cmd: Command, home: PathBuf, cfg: Loaded) -> anyhow::Result<ExitCode> {
     match cmd {
         Command::Serve { listen } => {
-            let app = runtime::build_app(&home, cfg).await?;
+            let wired = runtime::wire(&home, cfg).await?;
             let listener = tokio::net::TcpListener::bind(&listen).await.with_context(|| format!("cannot listen on {listen}"))?;
-            runtime::serve::run(listener, app, runtime::serve::shutdown_signal()).await?;
+            runtime::serve::run(listener, wired, runtime::serve::shutdown_signal()).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Chat => chat(runtime::build_app(&home, cfg).await?).await,
@@ -66,7 +66,13 @@ async fn chat(app: App) -> anyhow::Result<ExitCode> {
         if text == "/exit" || text == "/quit" {
             break;
         }
-        let msg = Inbound { origin: origin.clone(), text: text.to_string(), message_id: None, user_name: Some(user.clone()) };
+        let msg = Inbound {
+            origin: origin.clone(),
+            text: text.to_string(),
+            message_id: None,
+            user_name: Some(user.clone()),
+            reply: ReplyPath::Origin,
+        };
         match app.handle_inbound(msg).await {
             Ok(out) => {
                 for n in &out.notices {

@@ -1,16 +1,12 @@
-//! Outbound clients (adapters of the `Llm` and `Delivery` ports). Each is built once at
+//! Outbound clients (adapters of the `Llm` and `Timers` ports; chat platforms are `channels`). Each is built once at
 //! startup, has timeouts, and classifies failures once (retryable / permanent /
 //! unauthorized / rate-limited with retry-after).
 
-pub mod delivery;
-pub mod discord;
-pub mod discord_interactions;
 #[cfg(feature = "aws")]
 pub mod eventbridge;
 pub mod jwks;
 pub mod llm;
 pub mod nas;
-pub mod telegram;
 
 use std::time::Duration;
 

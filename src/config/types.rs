@@ -196,6 +196,17 @@ impl Default for Platforms {
     }
 }
 
+impl Platforms {
+    /// The settings of the platform named `name` (as in origins and targets).
+    pub fn get(&self, name: &str) -> Option<&PlatformSettings> {
+        match name {
+            "telegram" => Some(&self.telegram),
+            "discord" => Some(&self.discord),
+            _ => None,
+        }
+    }
+}
+
 /// One platform.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]

@@ -6,6 +6,7 @@
 
 pub mod commands;
 pub mod ids;
+pub mod inbound;
 pub mod job;
 pub mod jobfile;
 pub mod prompt;

@@ -2,6 +2,7 @@
 //! 5xx (details go to the log with their cause chain), never a secret.
 
 use crate::app::AppError;
+use crate::channels::ChannelError;
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -43,6 +44,14 @@ fn chain(e: &dyn std::error::Error) -> String {
         cur = c.source();
     }
     s
+}
+
+impl From<ChannelError> for ApiError {
+    fn from(e: ChannelError) -> Self {
+        match e {
+            ChannelError::BadRequest(m) => Self::new(StatusCode::BAD_REQUEST, m),
+        }
+    }
 }
 
 impl From<AppError> for ApiError {

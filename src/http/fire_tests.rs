@@ -5,7 +5,7 @@
 use crate::app::App;
 use crate::config::Env;
 use crate::core::job::Occurrence;
-use crate::http::{HttpState, router};
+use crate::http::router;
 use crate::test_support::CountingLlm;
 use axum::body::{Body, to_bytes};
 use axum::http::Request;
@@ -65,7 +65,7 @@ async fn fire(k: &Kit, token: Option<&str>, job: &str) -> (u16, Value) {
         rq = rq.header("authorization", format!("Bearer {t}"));
     }
     let body = json!({"job_id": job, "fire_at": "2026-12-01T08:00:00Z"}).to_string();
-    let state = Arc::new(HttpState { app: k.app.clone(), api_key: None, provider: "chronos".into() });
+    let state = crate::test_support::http_state(k.app.clone(), None, "chronos");
     let resp = router(state).oneshot(rq.body(Body::from(body)).unwrap()).await.unwrap();
     let status = resp.status().as_u16();
     (status, serde_json::from_slice(&to_bytes(resp.into_body(), usize::MAX).await.unwrap()).unwrap_or(Value::Null))
@@ -185,7 +185,7 @@ async fn jwks_keys_are_selected_by_kid_and_unknown_kids_refused() {
 #[tokio::test]
 async fn bad_bodies_are_400() {
     let k = kit(&format!("public_key_pem: {FIX}rsa_public.pem")).await;
-    let state = Arc::new(HttpState { app: k.app.clone(), api_key: None, provider: "chronos".into() });
+    let state = crate::test_support::http_state(k.app.clone(), None, "chronos");
     for body in ["{", "{}", r#"{"job_id":""}"#, r#"{"job_id":"j1","fire_at":"yesterday"}"#] {
         let rq = Request::post("/api/cron/fire").header("content-type", "application/json").body(Body::from(body)).unwrap();
         let resp = router(state.clone()).oneshot(rq).await.unwrap();

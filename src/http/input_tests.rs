@@ -67,7 +67,7 @@ async fn kit(jwks_url: Option<&str>) -> Kit {
     let mut j = crate::store::conformance::sample_job("j1", Some(now));
     j.deliver = vec!["local".into()];
     app.store.put_job(&j).await.unwrap();
-    let state = Arc::new(HttpState { app, api_key: Some(API_KEY.to_string().into()), provider: "builtin".into() });
+    let state = crate::test_support::http_state(app, Some(API_KEY), "builtin");
     Kit { state, llm, now }
 }
 

@@ -8,6 +8,7 @@ pub mod fire_auth;
 mod routes;
 
 use crate::app::App;
+use crate::channels::Channels;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
@@ -21,6 +22,9 @@ pub const MAX_BODY: usize = 1024 * 1024;
 pub struct HttpState {
     /// The use cases.
     pub app: App,
+    /// The platform channels (their webhooks are generated from it). The same registry is
+    /// the app's delivery port.
+    pub channels: Arc<Channels>,
     /// Bearer key of `/api/*` (None: the API refuses everything).
     pub api_key: Option<SecretString>,
     /// Timer provider in use, for `/healthz`.
@@ -52,8 +56,7 @@ pub fn router(state: Arc<HttpState>) -> Router {
         .route("/api/jobs/{id}/runs", get(routes::jobs::runs))
         .route("/api/sessions", get(routes::sessions::list))
         .route("/api/sessions/{session_id}", get(routes::sessions::show))
-        .route("/webhooks/telegram", post(routes::telegram::webhook))
-        .route("/webhooks/discord", post(routes::discord::webhook))
+        .merge(routes::webhooks::routes(&state.channels))
         .merge(routes::ui::routes())
         .fallback(routes::not_found)
         .method_not_allowed_fallback(routes::method_not_allowed)

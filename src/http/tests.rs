@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 use crate::app::App;
-use crate::clients::delivery::PlatformDelivery;
+use crate::channels::Channels;
 use crate::config::{Env, load_settings};
 use crate::http::{HttpState, router};
 use crate::ports::ManualClock;
@@ -18,8 +18,9 @@ use tower::ServiceExt;
 fn state() -> Arc<HttpState> {
     let home = std::env::temp_dir().join("hz-router-none");
     let cfg = load_settings(&home, None, &Env::from_pairs([("TELEGRAM_WEBHOOK_SECRET", "s3cret")])).unwrap();
+    let channels = Arc::new(Channels::from_config(&cfg));
     let app = App {
-        delivery: Arc::new(PlatformDelivery::from_config(&cfg)),
+        delivery: channels.clone(),
         cfg: Arc::new(cfg),
         home,
         store: Arc::new(SqliteStore::in_memory().unwrap()),
@@ -28,7 +29,7 @@ fn state() -> Arc<HttpState> {
         live: Arc::default(),
         timers: Arc::new(crate::ports::PollingTimers),
     };
-    Arc::new(HttpState { app, api_key: Some(SecretString::from("k1".to_string())), provider: "builtin".into() })
+    Arc::new(HttpState { app, channels, api_key: Some(SecretString::from("k1".to_string())), provider: "builtin".into() })
 }
 
 async fn call(req: Request<Body>) -> (StatusCode, Value) {

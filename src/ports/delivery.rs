@@ -36,6 +36,9 @@ pub enum DeliveryError {
 /// Outbound messages to chat platforms.
 #[async_trait]
 pub trait Delivery: Send + Sync {
+    /// Whether `platform` is a chat platform this port delivers to (a registered channel),
+    /// whether or not its credentials are set (a send then fails `NotConfigured`).
+    fn delivers_to(&self, platform: &str) -> bool;
     /// Sends `text` (split to the platform's limit by the adapter).
     async fn send(&self, target: &Target, text: &str) -> Result<(), DeliveryError>;
 }

@@ -82,8 +82,8 @@ async fn run() -> ExitCode {
         tracing::warn!("{w}");
     }
     let choice = crate::config::provider::choose(&cfg, true);
-    let mut app = match super::build_app(&home, cfg).await {
-        Ok(a) => a,
+    let super::Wired { mut app, channels } = match super::wire(&home, cfg).await {
+        Ok(w) => w,
         Err(e) => return init_failed(&api, "Runtime.StartError", &e.to_string(), ExitCode::FAILURE).await,
     };
     // Every sandbox runs the bootstrap under the same few pids, so the default owner id
@@ -100,7 +100,7 @@ async fn run() -> ExitCode {
         tracing::warn!("API_SERVER_KEY is not set: /api/* refuses every request");
     }
     cold_start(&app).await;
-    let state = Arc::new(HttpState { app: app.clone(), api_key, provider: app.timers.name().into() });
+    let state = Arc::new(HttpState { app: app.clone(), channels, api_key, provider: app.timers.name().into() });
     let handler = Handler { app: app.clone(), router: router(state) };
     let runtime = Runtime::new(service_fn(move |ev: LambdaEvent<Value>| handler.clone().handle(ev)))
         .layer(TracingLayer::new())

@@ -7,7 +7,7 @@ pub mod serve;
 pub mod ticker;
 
 use crate::app::App;
-use crate::clients::delivery::PlatformDelivery;
+use crate::channels::Channels;
 use crate::clients::nas::{ChronosTimers, NasClient};
 use crate::config::{Loaded, StoreKind};
 use crate::ports::{Clock, OffsetClock, PollingTimers, Store, SystemClock, Timers};
@@ -94,12 +94,28 @@ pub fn timers(cfg: &Loaded, clock: &Arc<dyn Clock>) -> Arc<dyn Timers> {
     }
 }
 
-/// Builds the app with real adapters.
-pub async fn build_app(home: &Path, cfg: Loaded) -> Result<App, StartError> {
+/// The process's parts, built once: the use cases, and the channel registry they deliver
+/// through (also held by the HTTP state, which serves its webhooks).
+pub struct Wired {
+    /// The use cases.
+    pub app: App,
+    /// The platform channels.
+    pub channels: Arc<Channels>,
+}
+
+/// Builds the app and the channels with real adapters.
+pub async fn wire(home: &Path, cfg: Loaded) -> Result<Wired, StartError> {
     let store = open_store(home, &cfg).await?;
     let llm = crate::clients::llm::from_config(&cfg);
-    let delivery = Arc::new(PlatformDelivery::from_config(&cfg));
+    let channels = Arc::new(Channels::from_config(&cfg));
     let clock = clock(&cfg);
     let timers = timers(&cfg, &clock);
-    Ok(App { cfg: Arc::new(cfg), home: home.to_path_buf(), store, llm, delivery, clock, live: Arc::default(), timers })
+    let app =
+        App { cfg: Arc::new(cfg), home: home.to_path_buf(), store, llm, delivery: channels.clone(), clock, live: Arc::default(), timers };
+    Ok(Wired { app, channels })
+}
+
+/// Builds the app with real adapters (for commands that serve no webhooks).
+pub async fn build_app(home: &Path, cfg: Loaded) -> Result<App, StartError> {
+    Ok(wire(home, cfg).await?.app)
 }

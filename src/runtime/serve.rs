@@ -1,8 +1,9 @@
 //! `hermes-zero serve`: the HTTP router on a listener, graceful stop on SIGTERM/SIGINT.
-//! Takes its resources (listener, app, shutdown future) as arguments.
+//! Takes its resources (listener, app and channels, shutdown future) as arguments.
 
 use crate::app::App;
 use crate::http::{HttpState, router};
+use crate::runtime::Wired;
 use rand::Rng;
 use secrecy::SecretString;
 use std::future::Future;
@@ -49,10 +50,11 @@ pub async fn shutdown_signal() {
 /// Serves the router on `listener` until `shutdown` resolves, with the built-in ticker.
 /// On shutdown: stop taking turns, notify and mark running sessions, drain for up to
 /// `restart_drain_timeout`, and write the clean-shutdown marker only if the drain finished.
-pub async fn run(listener: TcpListener, app: App, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+pub async fn run(listener: TcpListener, wired: Wired, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+    let Wired { app, channels } = wired;
     let key = api_key(&app)?;
     let addr = listener.local_addr()?;
-    let state = Arc::new(HttpState { app: app.clone(), api_key: Some(key), provider: app.timers.name().into() });
+    let state = Arc::new(HttpState { app: app.clone(), channels, api_key: Some(key), provider: app.timers.name().into() });
     match app.sync_jobs_file().await {
         Ok(r) if !(r.created.is_empty() && r.updated.is_empty() && r.disabled.is_empty()) => {
             tracing::info!(file = %r.file, created = r.created.len(), updated = r.updated.len(), disabled = r.disabled.len(), "jobs.json synced")

@@ -1,13 +1,12 @@
 //! Route handlers: parse, call one use case, map the result.
 
-pub mod discord;
 pub mod fire;
 pub mod health;
 pub mod jobs;
 pub mod messages;
 pub mod sessions;
-pub mod telegram;
 pub mod ui;
+pub mod webhooks;
 
 use crate::http::error::ApiError;
 use axum::http::StatusCode;

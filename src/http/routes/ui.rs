@@ -185,7 +185,7 @@ pub async fn status(_: ApiKey, State(s): State<Arc<HttpState>>) -> Result<Json<V
 #[cfg(test)]
 mod tests {
     use crate::app::App;
-    use crate::clients::delivery::PlatformDelivery;
+    use crate::channels::Channels;
     use crate::config::{Env, load_settings};
     use crate::http::{HttpState, router};
     use crate::ports::ManualClock;
@@ -219,8 +219,9 @@ mod tests {
             let home = std::env::temp_dir().join(format!("hz-ui-{}-{:08x}", std::process::id(), rand::random::<u32>()));
             std::fs::create_dir_all(&home).unwrap();
             let cfg = load_settings(&home, None, &Env::from_pairs([("HERMES_TIMEZONE", tz)])).unwrap();
+            let channels = Arc::new(Channels::from_config(&cfg));
             let app = App {
-                delivery: Arc::new(PlatformDelivery::from_config(&cfg)),
+                delivery: channels.clone(),
                 cfg: Arc::new(cfg),
                 home: home.clone(),
                 store: Arc::new(SqliteStore::in_memory().unwrap()),
@@ -229,7 +230,8 @@ mod tests {
                 live: Arc::default(),
                 timers: Arc::new(crate::ports::PollingTimers),
             };
-            let state = Arc::new(HttpState { app, api_key: Some(SecretString::from("k1".to_string())), provider: "builtin".into() });
+            let state =
+                Arc::new(HttpState { app, channels, api_key: Some(SecretString::from("k1".to_string())), provider: "builtin".into() });
             Self { state, home }
         }
 

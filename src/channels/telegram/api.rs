@@ -1,17 +1,17 @@
-//! Telegram Bot API: `sendMessage` (split at 4096 characters on line boundaries) and the
-//! subset of `Update` the webhook reads.
+//! Telegram Bot API wire format: the `sendMessage` client (one message ≤ 4096 characters,
+//! failures classified once) and the subset of `Update` the webhook reads.
 
-use crate::clients::{describe, http_client};
+use crate::channels::Sent;
+use crate::clients::describe;
 use crate::ports::{DeliveryError, Target};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::time::Duration;
 
 /// Telegram's message length limit.
 pub const LIMIT: usize = 4096;
 
-/// A Bot API client, built once.
+/// A Bot API client, built once (its HTTP client is shared with the other channels).
 pub struct TelegramClient {
     http: reqwest::Client,
     base: String,
@@ -19,13 +19,13 @@ pub struct TelegramClient {
 }
 
 impl TelegramClient {
-    /// Client for `api_base` (e.g. `https://api.telegram.org`).
-    pub fn new(api_base: &str, token: SecretString) -> Self {
-        Self { http: http_client(Duration::from_secs(20)), base: api_base.trim_end_matches('/').to_string(), token }
+    /// Client for `api_base` (e.g. `https://api.telegram.org`) over `http`.
+    pub fn new(http: reqwest::Client, api_base: &str, token: SecretString) -> Self {
+        Self { http, base: api_base.trim_end_matches('/').to_string(), token }
     }
 
-    /// Sends one chunk (≤ 4096 characters).
-    pub async fn send_chunk(&self, target: &Target, text: &str) -> Result<(), DeliveryError> {
+    /// Sends one message (≤ 4096 characters).
+    pub async fn send_message(&self, target: &Target, text: &str) -> Result<Sent, DeliveryError> {
         let url = format!("{}/bot{}/sendMessage", self.base, self.token.expose_secret());
         let mut body = json!({"chat_id": target.chat_id, "text": text});
         if let Some(t) = target.thread_id.as_deref().and_then(|t| t.parse::<i64>().ok()) {
@@ -33,10 +33,10 @@ impl TelegramClient {
         }
         let resp = self.http.post(url).json(&body).send().await.map_err(|e| DeliveryError::Retryable(describe(e)))?;
         let status = resp.status().as_u16();
-        if (200..300).contains(&status) {
-            return Ok(());
-        }
         let v: Value = resp.json().await.unwrap_or(Value::Null);
+        if (200..300).contains(&status) {
+            return Ok(Sent { message_id: v["result"]["message_id"].as_i64().map(|id| id.to_string()) });
+        }
         let desc = v["description"].as_str().unwrap_or("no description").to_string();
         match status {
             429 => Err(DeliveryError::RateLimited(v["parameters"]["retry_after"].as_u64().unwrap_or(1))),

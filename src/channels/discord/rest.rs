@@ -1,15 +1,16 @@
-//! Discord REST: `POST /channels/{id}/messages` with the bot token, split at 2000 characters.
+//! Discord REST: `POST /channels/{id}/messages` with the bot token (one message ≤ 2000
+//! characters), and the one classification of Discord's answers.
 
-use crate::clients::{describe, http_client, retry_after};
+use crate::channels::Sent;
+use crate::clients::{describe, retry_after};
 use crate::ports::{DeliveryError, Target};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
-use std::time::Duration;
 
 /// Discord's message length limit.
 pub const LIMIT: usize = 2000;
 
-/// A Discord bot client, built once.
+/// A Discord bot client, built once (its HTTP client is shared with the other channels).
 pub struct DiscordClient {
     http: reqwest::Client,
     base: String,
@@ -17,13 +18,13 @@ pub struct DiscordClient {
 }
 
 impl DiscordClient {
-    /// Client for `api_base` (e.g. `https://discord.com/api/v10`).
-    pub fn new(api_base: &str, token: SecretString) -> Self {
-        Self { http: http_client(Duration::from_secs(20)), base: api_base.trim_end_matches('/').to_string(), token }
+    /// Client for `api_base` (e.g. `https://discord.com/api/v10`) over `http`.
+    pub fn new(http: reqwest::Client, api_base: &str, token: SecretString) -> Self {
+        Self { http, base: api_base.trim_end_matches('/').to_string(), token }
     }
 
-    /// Sends one chunk (≤ 2000 characters). Threads are channels in Discord, so a thread id wins.
-    pub async fn send_chunk(&self, target: &Target, chunk: &str) -> Result<(), DeliveryError> {
+    /// Sends one message (≤ 2000 characters). Threads are channels in Discord, so a thread id wins.
+    pub async fn send_message(&self, target: &Target, chunk: &str) -> Result<Sent, DeliveryError> {
         let channel = target.thread_id.as_deref().unwrap_or(&target.chat_id);
         let url = format!("{}/channels/{channel}/messages", self.base);
         let resp = self
@@ -40,14 +41,15 @@ impl DiscordClient {
 }
 
 /// Classifies a Discord REST answer once: 2xx ok; 429 rate-limited with its wait (header or
-/// body); 5xx (and 404 when `retry_404`) retryable; other 4xx permanent.
-pub async fn classify(resp: reqwest::Response, what: &str, retry_404: bool) -> Result<(), DeliveryError> {
+/// body); 5xx (and 404 when `retry_404`) retryable; other 4xx permanent. A sent message's id
+/// is read from the answer.
+pub async fn classify(resp: reqwest::Response, what: &str, retry_404: bool) -> Result<Sent, DeliveryError> {
     let status = resp.status().as_u16();
-    if (200..300).contains(&status) {
-        return Ok(());
-    }
     let header_wait = retry_after(resp.headers(), 60);
     let v: Value = resp.json().await.unwrap_or(Value::Null);
+    if (200..300).contains(&status) {
+        return Ok(Sent { message_id: v["id"].as_str().map(str::to_string) });
+    }
     let msg = v["message"].as_str().unwrap_or("no message").to_string();
     Err(match status {
         429 => DeliveryError::RateLimited(header_wait.or_else(|| v["retry_after"].as_f64().map(|s| s.ceil() as u64)).unwrap_or(1)),

@@ -1,0 +1,103 @@
+//! Discord interaction follow-ups: `POST {api_base}/webhooks/{application_id}/{token}` with
+//! the interaction token (valid 15 minutes, no bot token needed), split at 2000 characters,
+//! and what the user sees for each outcome of a slash command.
+
+use crate::app::{AppError, Outcome, REFUSAL};
+use crate::channels::discord::rest::{LIMIT, classify};
+use crate::channels::{FollowUp, Sent, with_retry};
+use crate::clients::describe;
+use crate::core::queue::BusyInputMode;
+use crate::core::queue::{ACK_INTERRUPT, ACK_QUEUE};
+use crate::core::text::split_message;
+use crate::ports::DeliveryError;
+use async_trait::async_trait;
+use serde_json::json;
+use std::time::Duration;
+
+const MODEL_APOLOGY: &str = "⚠️ Sorry, I couldn't reach the model just now. Your message is saved; please try again in a moment.";
+const APOLOGY: &str = "⚠️ Sorry, something went wrong handling that. Please try again in a moment.";
+const STOPPED: &str = "⏹ Stopped before answering.";
+
+/// A client for interaction follow-ups, built once with the channel.
+#[derive(Clone)]
+pub struct InteractionClient {
+    http: reqwest::Client,
+    base: String,
+    backoff: Duration,
+}
+
+impl InteractionClient {
+    /// Client for `api_base` (e.g. `https://discord.com/api/v10`) over `http`.
+    pub fn new(http: reqwest::Client, api_base: &str) -> Self {
+        Self { http, base: api_base.trim_end_matches('/').to_string(), backoff: Duration::from_millis(500) }
+    }
+
+    /// Sends `text` as follow-ups of one interaction, split at 2000 characters on line
+    /// boundaries; each chunk is retried on temporary failures and never re-sent once accepted.
+    pub async fn followup(&self, application_id: &str, token: &str, text: &str) -> Result<(), DeliveryError> {
+        for chunk in split_message(text, LIMIT) {
+            with_retry("discord follow-up", self.backoff, || self.once(application_id, token, &chunk)).await?;
+        }
+        Ok(())
+    }
+
+    /// One chunk. A 404 is retryable: a follow-up can race the deferred response that
+    /// acknowledges the interaction, and Discord knows the webhook only after that.
+    async fn once(&self, application_id: &str, token: &str, chunk: &str) -> Result<Sent, DeliveryError> {
+        let url = format!("{}/webhooks/{application_id}/{token}", self.base);
+        // No pings from echoed text: model output must not mention @everyone or roles.
+        let body = json!({"content": chunk, "allowed_mentions": {"parse": []}});
+        let resp = self.http.post(&url).json(&body).send().await.map_err(|e| DeliveryError::Retryable(describe(e)))?;
+        classify(resp, "discord follow-up", true).await
+    }
+}
+
+/// The follow-ups of one deferred slash command.
+pub struct Followups {
+    /// The client.
+    pub client: InteractionClient,
+    /// The interaction's application.
+    pub application_id: String,
+    /// The interaction token.
+    pub token: String,
+    /// What a busy session does with the message (picks the acknowledgement).
+    pub busy_mode: BusyInputMode,
+}
+
+#[async_trait]
+impl FollowUp for Followups {
+    async fn finish(self: Box<Self>, result: Result<Outcome, AppError>) {
+        for text in followup_texts(self.busy_mode, result) {
+            if let Err(e) = self.client.followup(&self.application_id, &self.token, &text).await {
+                tracing::error!(error = %e, "discord follow-up failed");
+                return;
+            }
+        }
+    }
+}
+
+/// What the user sees for an outcome, one follow-up per entry: notices first, then the
+/// reply. A duplicate gets nothing (the first delivery answered it).
+pub fn followup_texts(busy_mode: BusyInputMode, result: Result<Outcome, AppError>) -> Vec<String> {
+    let out = match result {
+        Ok(out) => out,
+        Err(AppError::Model(_)) => return vec![MODEL_APOLOGY.to_string()],
+        Err(e) => {
+            tracing::error!(error = %e, "discord interaction failed");
+            return vec![APOLOGY.to_string()];
+        }
+    };
+    if out.duplicate {
+        return Vec::new();
+    }
+    if out.refused {
+        return vec![REFUSAL.to_string()];
+    }
+    if out.busy {
+        let ack = if busy_mode == BusyInputMode::Queue { ACK_QUEUE } else { ACK_INTERRUPT };
+        return vec![ack.to_string()];
+    }
+    let mut texts = out.notices;
+    texts.push(out.reply.filter(|r| !r.trim().is_empty()).unwrap_or_else(|| STOPPED.to_string()));
+    texts
+}

@@ -1,0 +1,77 @@
+//! The registry of channels: the one list of platforms, built once at wiring time, looked up
+//! by name for webhooks and delivery. It is the adapter behind the app's `Delivery` port.
+
+use crate::channels::{Channel, discord, telegram, with_retry};
+use crate::clients::http_client;
+use crate::config::Loaded;
+use crate::ports::{Delivery, DeliveryError, Target};
+use async_trait::async_trait;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Timeout of one outbound platform call.
+const CALL_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The registered channels.
+pub struct Channels {
+    list: Vec<Arc<dyn Channel>>,
+    backoff: Duration,
+}
+
+impl Default for Channels {
+    fn default() -> Self {
+        Self { list: Vec::new(), backoff: Duration::from_millis(500) }
+    }
+}
+
+impl Channels {
+    /// Every platform of this build, configured from `cfg`, sharing one HTTP client. A
+    /// platform is registered even without credentials: its webhook then refuses every
+    /// call and a send fails `NotConfigured`, naming the variable to set.
+    pub fn from_config(cfg: &Loaded) -> Self {
+        let http = http_client(CALL_TIMEOUT);
+        // One line per platform.
+        Self::default().with(telegram::Telegram::from_config(cfg, http.clone())).with(discord::Discord::from_config(cfg, http))
+    }
+
+    /// Adds a channel (a later one with the same name replaces it).
+    pub fn with(mut self, channel: impl Channel + 'static) -> Self {
+        self.list.retain(|c| c.name() != channel.name());
+        self.list.push(Arc::new(channel));
+        self
+    }
+
+    /// The base wait between retries of a temporary failure (doubles per attempt).
+    pub fn with_backoff(mut self, backoff: Duration) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// The channel named `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Channel>> {
+        self.list.iter().find(|c| c.name() == name)
+    }
+
+    /// All channels, in registration order.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn Channel>> {
+        self.list.iter()
+    }
+}
+
+#[async_trait]
+impl Delivery for Channels {
+    fn delivers_to(&self, platform: &str) -> bool {
+        self.get(platform).is_some()
+    }
+
+    /// Splits `text` to the platform's limit and sends each part, retrying temporary
+    /// failures; parts already sent are never re-sent.
+    async fn send(&self, target: &Target, text: &str) -> Result<(), DeliveryError> {
+        let channel = self.get(&target.platform).ok_or_else(|| DeliveryError::NotConfigured(target.platform.clone()))?;
+        channel.ready()?;
+        for part in channel.split(text) {
+            with_retry(channel.name(), self.backoff, || channel.send(target, &part)).await?;
+        }
+        Ok(())
+    }
+}
