@@ -80,7 +80,7 @@ impl App {
         };
         crate::app::crash::crash_point("fire:ran");
         let next = self.finalize(&claimed, &run).await?;
-        if self.timers.name() != "builtin" {
+        if self.timers.provider().is_managed() {
             let _ = self.reconcile_timers().await;
         }
         Ok(FireStatus::Ran { run: Box::new(run), next })
@@ -324,7 +324,7 @@ impl App {
     /// Asks the timer provider to match the job; failures are logged (reconcile retries).
     pub(crate) async fn rearm(&self, job: &Job) {
         if let Err(e) = self.timers.arm(job).await {
-            tracing::error!(job_id = %job.id, provider = self.timers.name(), error = %e, "could not arm the next timer; reconcile will retry");
+            tracing::error!(job_id = %job.id, provider = %self.timers.provider(), error = %e, "could not arm the next timer; reconcile will retry");
             let _ = self.store.put_meta("timers_last_error", &format!("{} {}: {e}", self.clock.now().to_rfc3339(), job.id)).await;
         }
     }

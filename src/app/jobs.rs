@@ -216,15 +216,15 @@ impl App {
         let now = self.clock.now();
         // With a managed provider the ticker is only a safety net: it fires what the
         // provider should have fired well before (claims make a double fire harmless).
-        let due_before = if self.timers.name() == "builtin" {
+        let due_before = if self.timers.provider() == crate::ports::TimerProvider::Builtin {
             now
         } else {
             now - Duration::seconds(2 * self.cfg.settings.cron.tick_interval_seconds as i64 + 60)
         };
         let due = self.store.due_jobs(due_before, 500).await?;
-        if self.timers.name() != "builtin" && !due.is_empty() {
+        if self.timers.provider().is_managed() && !due.is_empty() {
             tracing::warn!(
-                provider = self.timers.name(),
+                provider = %self.timers.provider(),
                 jobs = due.len(),
                 "overdue jobs the timer provider did not fire; the ticker runs them"
             );
@@ -264,12 +264,12 @@ impl App {
             Ok(r) => {
                 let _ = self.store.delete_meta("timers_last_error").await;
                 if r.armed + r.cancelled > 0 {
-                    tracing::info!(provider = self.timers.name(), armed = r.armed, cancelled = r.cancelled, "timers reconciled");
+                    tracing::info!(provider = %self.timers.provider(), armed = r.armed, cancelled = r.cancelled, "timers reconciled");
                 }
                 Ok(r)
             }
             Err(e) => {
-                tracing::error!(provider = self.timers.name(), error = %e, "timer reconcile failed; will retry");
+                tracing::error!(provider = %self.timers.provider(), error = %e, "timer reconcile failed; will retry");
                 let _ = self.store.put_meta("timers_last_error", &format!("{} reconcile: {e}", self.clock.now().to_rfc3339())).await;
                 Err(AppError::BadRequest(format!("timer provider: {e}")))
             }

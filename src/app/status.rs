@@ -15,7 +15,7 @@ impl App {
         let jobs = self.store.list_jobs().await?;
         let armed: Vec<Value> = jobs.iter().filter(|j| j.armed()).map(|j| json!({"job_id": j.id, "fire_at": j.next_run_at})).collect();
         Ok(json!({
-            "provider": self.timers.name(),
+            "provider": self.timers.provider().as_str(),
             "configured_choice": choice.provider,
             "why": choice.why,
             "missing": choice.missing,

@@ -40,7 +40,7 @@ pub async fn jobs_and_provider(home: &Path, cfg: &Loaded, store: Option<&dyn Sto
     }
     let choice = provider::choose(cfg, std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some());
     println!("timers:   {} — {}", choice.provider, choice.why);
-    if choice.provider == "chronos" {
+    if choice.provider == crate::core::timers::TimerProvider::Chronos {
         let c = &cfg.settings.cron.chronos;
         if let Err(e) = crate::http::fire_auth::FireVerifier::from_config(cfg) {
             problems.push(e);

@@ -243,8 +243,8 @@ impl EventBridgeTimers {
 
 #[async_trait]
 impl Timers for EventBridgeTimers {
-    fn name(&self) -> &'static str {
-        "eventbridge"
+    fn provider(&self) -> crate::ports::TimerProvider {
+        crate::ports::TimerProvider::Eventbridge
     }
 
     async fn arm(&self, job: &Job) -> Result<(), TimerError> {

@@ -112,8 +112,8 @@ impl ChronosTimers {
 
 #[async_trait]
 impl Timers for ChronosTimers {
-    fn name(&self) -> &'static str {
-        "chronos"
+    fn provider(&self) -> crate::ports::TimerProvider {
+        crate::ports::TimerProvider::Chronos
     }
 
     async fn arm(&self, job: &Job) -> Result<(), TimerError> {

@@ -3,13 +3,14 @@
 //! which setting is missing, so jobs are never left without a trigger silently.
 
 use super::{CronProvider, Loaded};
+use crate::core::timers::TimerProvider;
 use serde::Serialize;
 
 /// The provider decision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ProviderChoice {
     /// `chronos`, `eventbridge` or `builtin`.
-    pub provider: &'static str,
+    pub provider: TimerProvider,
     /// Human reason.
     pub why: String,
     /// Settings missing for the managed providers.
@@ -40,29 +41,33 @@ pub fn choose(cfg: &Loaded, on_lambda: bool) -> ProviderChoice {
     let missing = chronos_missing(cfg);
     let eb_ready = on_lambda && cfg!(feature = "aws");
     match cfg.settings.cron.provider {
-        CronProvider::Builtin => ProviderChoice { provider: "builtin", why: "cron.provider is builtin".into(), missing: vec![] },
+        CronProvider::Builtin => {
+            ProviderChoice { provider: TimerProvider::Builtin, why: "cron.provider is builtin".into(), missing: vec![] }
+        }
         CronProvider::Chronos if missing.is_empty() => {
-            ProviderChoice { provider: "chronos", why: "cron.provider is chronos".into(), missing }
+            ProviderChoice { provider: TimerProvider::Chronos, why: "cron.provider is chronos".into(), missing }
         }
         CronProvider::Chronos => ProviderChoice {
-            provider: "builtin",
+            provider: TimerProvider::Builtin,
             why: format!("cron.provider is chronos but {} is missing; using the built-in ticker", missing.join(", ")),
             missing,
         },
         CronProvider::Eventbridge if eb_ready => {
-            ProviderChoice { provider: "eventbridge", why: "cron.provider is eventbridge".into(), missing: vec![] }
+            ProviderChoice { provider: TimerProvider::Eventbridge, why: "cron.provider is eventbridge".into(), missing: vec![] }
         }
         CronProvider::Eventbridge => ProviderChoice {
-            provider: "builtin",
+            provider: TimerProvider::Builtin,
             why: "cron.provider is eventbridge but this is not a Lambda build with feature `aws`; using the built-in ticker".into(),
             missing: vec!["AWS Lambda runtime with feature `aws`".into()],
         },
         CronProvider::Auto if missing.is_empty() => {
-            ProviderChoice { provider: "chronos", why: "auto: Chronos is fully configured".into(), missing }
+            ProviderChoice { provider: TimerProvider::Chronos, why: "auto: Chronos is fully configured".into(), missing }
         }
-        CronProvider::Auto if eb_ready => ProviderChoice { provider: "eventbridge", why: "auto: running on AWS Lambda".into(), missing },
+        CronProvider::Auto if eb_ready => {
+            ProviderChoice { provider: TimerProvider::Eventbridge, why: "auto: running on AWS Lambda".into(), missing }
+        }
         CronProvider::Auto => ProviderChoice {
-            provider: "builtin",
+            provider: TimerProvider::Builtin,
             why: format!("auto: Chronos not configured (missing {}); using the built-in ticker", missing.join(", ")),
             missing,
         },
@@ -88,20 +93,20 @@ mod tests {
 
     #[test]
     fn auto_uses_chronos_only_when_complete_and_names_what_is_missing() {
-        assert_eq!(choose(&loaded(FULL, true), false).provider, "chronos");
+        assert_eq!(choose(&loaded(FULL, true), false).provider, TimerProvider::Chronos);
         let c = choose(&loaded(FULL, false), false);
-        assert_eq!(c.provider, "builtin");
+        assert_eq!(c.provider, TimerProvider::Builtin);
         assert!(c.why.contains("NOUS_ACCESS_TOKEN"), "{}", c.why);
         let c = choose(&loaded("", false), false);
-        assert_eq!((c.provider, c.missing.len()), ("builtin", 4));
+        assert_eq!((c.provider, c.missing.len()), (TimerProvider::Builtin, 4));
     }
 
     #[test]
     fn explicit_choices() {
-        assert_eq!(choose(&loaded(&format!("{FULL}  provider: builtin\n"), true), false).provider, "builtin");
+        assert_eq!(choose(&loaded(&format!("{FULL}  provider: builtin\n"), true), false).provider, TimerProvider::Builtin);
         let c = choose(&loaded("cron: {provider: chronos}", true), false);
-        assert_eq!(c.provider, "builtin", "never without a trigger");
+        assert_eq!(c.provider, TimerProvider::Builtin, "never without a trigger");
         assert!(c.why.contains("cron.chronos.portal_url"));
-        assert_eq!(choose(&loaded("cron: {provider: eventbridge}", false), false).provider, "builtin");
+        assert_eq!(choose(&loaded("cron: {provider: eventbridge}", false), false).provider, TimerProvider::Builtin);
     }
 }

@@ -16,3 +16,4 @@ pub mod reset;
 pub mod schedule;
 pub mod session;
 pub mod text;
+pub mod timers;

@@ -19,7 +19,7 @@ pub use llm::{ChatRequest, ChatResponse, Llm, LlmError, ToolSpec};
 pub use store::{
     Appended, Claim, InboundId, JobStore, LedgerStore, MetaStore, QueueStore, QueuedItem, SessionChange, SessionStore, Store, StoreError,
 };
-pub use timers::{PollingTimers, ReconcileReport, TimerError, Timers};
+pub use timers::{PollingTimers, ReconcileReport, TimerError, TimerProvider, Timers};
 
 use chrono::{DateTime, Utc};
 use std::sync::Mutex;

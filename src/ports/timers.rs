@@ -2,6 +2,7 @@
 //! provider that arms nothing because the ticker polls the store. Adapters live in `clients/`.
 
 use crate::core::job::Job;
+pub use crate::core::timers::TimerProvider;
 use async_trait::async_trait;
 use serde::Serialize;
 
@@ -31,8 +32,8 @@ pub struct ReconcileReport {
 /// nobody: the built-in ticker polls the store).
 #[async_trait]
 pub trait Timers: Send + Sync {
-    /// `builtin`, `chronos`, `eventbridge`.
-    fn name(&self) -> &'static str;
+    /// Which provider this is.
+    fn provider(&self) -> TimerProvider;
 
     /// Makes the provider's timer for `job` match `job.next_run_at` (cancels when the job is
     /// not armed).
@@ -51,8 +52,8 @@ pub struct PollingTimers;
 
 #[async_trait]
 impl Timers for PollingTimers {
-    fn name(&self) -> &'static str {
-        "builtin"
+    fn provider(&self) -> TimerProvider {
+        TimerProvider::Builtin
     }
     async fn arm(&self, _job: &Job) -> Result<(), TimerError> {
         Ok(())

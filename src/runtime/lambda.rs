@@ -91,8 +91,8 @@ async fn run() -> ExitCode {
     if let (Some(live), Some(stream)) = (Arc::get_mut(&mut app.live), env.get("AWS_LAMBDA_LOG_STREAM_NAME")) {
         live.owner = crate::core::recovery::owner_id(&format!("lambda/{stream}"), std::process::id());
     }
-    tracing::info!(provider = choice.provider, why = %choice.why, store = app.store.kind(), model = app.llm.name(), "hermes-zero on AWS Lambda");
-    if choice.provider == "eventbridge" && app.cfg.settings.cron.eventbridge.role_arn.is_empty() {
+    tracing::info!(provider = %choice.provider, why = %choice.why, store = app.store.kind(), model = app.llm.name(), "hermes-zero on AWS Lambda");
+    if choice.provider == crate::ports::TimerProvider::Eventbridge && app.cfg.settings.cron.eventbridge.role_arn.is_empty() {
         tracing::error!("cron.eventbridge.role_arn is not set: scheduled jobs cannot be armed and will not fire");
     }
     let api_key = app.cfg.secrets.api_server_key.clone();
@@ -100,7 +100,7 @@ async fn run() -> ExitCode {
         tracing::warn!("API_SERVER_KEY is not set: /api/* refuses every request");
     }
     cold_start(&app).await;
-    let state = Arc::new(HttpState { app: app.clone(), channels, api_key, provider: app.timers.name().into() });
+    let state = Arc::new(HttpState { app: app.clone(), channels, api_key, provider: app.timers.provider().as_str().into() });
     let handler = Handler { app: app.clone(), router: router(state) };
     let runtime = Runtime::new(service_fn(move |ev: LambdaEvent<Value>| handler.clone().handle(ev)))
         .layer(TracingLayer::new())
@@ -294,7 +294,7 @@ where
         Box::pin(async move {
             let result = posted.await;
             let settle = async {
-                if first && app.timers.name() != "builtin" {
+                if first && app.timers.provider().is_managed() {
                     let _ = app.reconcile_timers().await;
                 }
                 wait_idle(&app).await;

@@ -10,7 +10,7 @@ use crate::app::App;
 use crate::channels::Channels;
 use crate::clients::nas::{ChronosTimers, NasClient};
 use crate::config::{Loaded, StoreKind};
-use crate::ports::{Clock, OffsetClock, PollingTimers, Store, SystemClock, Timers};
+use crate::ports::{Clock, OffsetClock, PollingTimers, Store, SystemClock, TimerProvider, Timers};
 use crate::store::sqlite::SqliteStore;
 use std::path::Path;
 use std::sync::Arc;
@@ -81,7 +81,7 @@ pub fn clock(cfg: &Loaded) -> Arc<dyn Clock> {
 pub fn timers(cfg: &Loaded, clock: &Arc<dyn Clock>) -> Arc<dyn Timers> {
     let choice = crate::config::provider::choose(cfg, std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some());
     match choice.provider {
-        "chronos" => {
+        TimerProvider::Chronos => {
             let c = &cfg.settings.cron.chronos;
             match &cfg.secrets.nous_access_token {
                 Some(token) => Arc::new(ChronosTimers::new(NasClient::new(&c.portal_url, token.clone()), &c.callback_url)),
@@ -89,7 +89,9 @@ pub fn timers(cfg: &Loaded, clock: &Arc<dyn Clock>) -> Arc<dyn Timers> {
             }
         }
         #[cfg(feature = "aws")]
-        "eventbridge" => Arc::new(crate::clients::eventbridge::EventBridgeTimers::new(&cfg.settings.cron.eventbridge, None, clock.clone())),
+        TimerProvider::Eventbridge => {
+            Arc::new(crate::clients::eventbridge::EventBridgeTimers::new(&cfg.settings.cron.eventbridge, None, clock.clone()))
+        }
         _ => Arc::new(PollingTimers),
     }
 }

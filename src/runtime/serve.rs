@@ -54,7 +54,7 @@ pub async fn run(listener: TcpListener, wired: Wired, shutdown: impl Future<Outp
     let Wired { app, channels } = wired;
     let key = api_key(&app)?;
     let addr = listener.local_addr()?;
-    let state = Arc::new(HttpState { app: app.clone(), channels, api_key: Some(key), provider: app.timers.name().into() });
+    let state = Arc::new(HttpState { app: app.clone(), channels, api_key: Some(key), provider: app.timers.provider().as_str().into() });
     match app.sync_jobs_file().await {
         Ok(r) if !(r.created.is_empty() && r.updated.is_empty() && r.disabled.is_empty()) => {
             tracing::info!(file = %r.file, created = r.created.len(), updated = r.updated.len(), disabled = r.disabled.len(), "jobs.json synced")
@@ -63,8 +63,8 @@ pub async fn run(listener: TcpListener, wired: Wired, shutdown: impl Future<Outp
         Err(e) => tracing::error!(error = %e, "jobs.json refused; the stored jobs are unchanged"),
     }
     let choice = crate::config::provider::choose(&app.cfg, false);
-    tracing::info!(provider = choice.provider, why = %choice.why, "timer provider");
-    if app.timers.name() != "builtin" {
+    tracing::info!(provider = %choice.provider, why = %choice.why, "timer provider");
+    if app.timers.provider().is_managed() {
         let _ = app.reconcile_timers().await;
     }
     app.startup_sweep().await?;

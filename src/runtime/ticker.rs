@@ -16,7 +16,7 @@ pub async fn tick(app: &App, wait: bool) {
     if let Err(e) = app.tick_jobs(wait).await {
         tracing::error!(error = %e, "tick: job pass failed");
     }
-    if app.timers.name() != "builtin" {
+    if app.timers.provider().is_managed() {
         let _ = app.reconcile_timers().await;
     }
     if let Err(e) = app.store.put_meta(LAST_TICK_KEY, &app.clock.now().to_rfc3339()).await {
