@@ -101,5 +101,15 @@ pub async fn build_app(home: &Path, cfg: Loaded) -> Result<App, StartError> {
     let delivery = Arc::new(PlatformDelivery::from_config(&cfg));
     let clock = clock(&cfg);
     let timers = timers(&cfg, &clock);
-    Ok(App { cfg: Arc::new(cfg), home: home.to_path_buf(), store, llm, delivery, clock, live: Arc::default(), timers })
+    Ok(App {
+        cfg: Arc::new(cfg),
+        home: home.to_path_buf(),
+        store,
+        llm,
+        delivery,
+        clock,
+        live: Arc::default(),
+        timers,
+        tools: Arc::new(crate::app::tools::builtin()),
+    })
 }

@@ -228,6 +228,7 @@ mod tests {
                 clock: Arc::new(ManualClock::new(NOW.parse().unwrap())),
                 live: Arc::default(),
                 timers: Arc::new(crate::ports::PollingTimers),
+                tools: Arc::new(crate::app::tools::builtin()),
             };
             let state = Arc::new(HttpState { app, api_key: Some(SecretString::from("k1".to_string())), provider: "builtin".into() });
             Self { state, home }

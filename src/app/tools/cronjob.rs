@@ -1,0 +1,100 @@
+//! `cronjob`: lets users schedule and manage jobs in plain language from a chat. It is not
+//! offered inside job runs (a job cannot schedule jobs).
+
+use super::{Tool, ToolCtx, ToolError, ToolOutput, TurnKind};
+use crate::app::{App, FireStatus};
+use crate::core::ids::Origin;
+use crate::core::job::{Job, JobOrigin};
+use crate::core::jobfile;
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+/// The `cronjob` tool.
+pub struct Cronjob;
+
+#[async_trait]
+impl Tool for Cronjob {
+    fn name(&self) -> &str {
+        "cronjob"
+    }
+
+    fn description(&self) -> &str {
+        "Manage scheduled jobs. Schedules: `every 30m`, `in 2h`, cron `0 8 * * *`, `every weekday at 9am`, ISO time. \
+Results are delivered to this chat unless `deliver` says otherwise (local, origin, telegram, telegram:<chat_id>)."
+    }
+
+    fn schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "action": {"type": "string", "enum": ["create", "list", "update", "pause", "resume", "remove", "run"]},
+                "job_id": {"type": "string", "description": "id or name of an existing job (update/pause/resume/remove/run)"},
+                "name": {"type": "string"},
+                "schedule": {"type": "string"},
+                "prompt": {"type": "string", "description": "what the agent should do at each run"},
+                "skills": {"type": "array", "items": {"type": "string"}},
+                "deliver": {"type": "string"},
+                "repeat": {"description": "forever (default), once, or a number of runs"}
+            },
+            "required": ["action"]
+        })
+    }
+
+    /// Chat turns only: a job run has no chat to own the jobs it would make.
+    fn offered(&self, ctx: &ToolCtx<'_>) -> bool {
+        ctx.kind == TurnKind::Chat && ctx.origin.is_some()
+    }
+
+    async fn call(&self, ctx: &ToolCtx<'_>, args: Value) -> Result<ToolOutput, ToolError> {
+        cronjob(ctx.app, args, ctx.origin).await.map(ToolOutput::Json).map_err(ToolError::Failed)
+    }
+}
+
+/// A compact job view for the model and the API.
+pub fn job_view(j: &Job) -> Value {
+    json!({
+        "id": j.id, "name": j.name, "schedule": j.schedule_text, "schedule_display": j.schedule.display(), "prompt": j.prompt,
+        "skills": j.skills, "deliver": j.deliver, "state": j.state, "enabled": j.enabled, "next_run_at": j.next_run_at,
+        "last_run_at": j.last_run_at, "last_status": j.last_status, "last_error": j.last_error, "repeat": j.repeat,
+    })
+}
+
+async fn cronjob(app: &App, mut args: Value, origin: Option<&Origin>) -> Result<Value, String> {
+    let action = args["action"].as_str().unwrap_or_default().to_string();
+    let id = args["job_id"].as_str().map(str::to_string);
+    let need_id = || id.clone().ok_or_else(|| format!("`job_id` is required for {action}"));
+    let e = |e: crate::app::AppError| e.to_string();
+    match action.as_str() {
+        "create" => {
+            if args.get("id").is_none() && args.get("name").is_none() {
+                args["id"] = json!(crate::core::job::new_id());
+            }
+            if let Some(o) = origin {
+                args["origin"] =
+                    json!(JobOrigin { platform: o.platform.clone(), chat_id: o.chat_id.clone(), thread_id: o.thread_id.clone() });
+            }
+            let spec = jobfile::parse_job(&args, app.clock.now(), app.cfg.tz)?;
+            let job = app.create_job(spec, false).await.map_err(e)?;
+            Ok(json!({"created": job_view(&job)}))
+        }
+        "list" => Ok(json!({"jobs": app.store.list_jobs().await.map_err(|x| x.to_string())?.iter().map(job_view).collect::<Vec<_>>()})),
+        "update" => {
+            let mut patch = args.clone();
+            if let Some(o) = patch.as_object_mut() {
+                o.retain(|k, _| !matches!(k.as_str(), "action" | "job_id"));
+            }
+            Ok(json!({"updated": job_view(&app.update_job(&need_id()?, &patch).await.map_err(e)?)}))
+        }
+        "pause" => Ok(json!({"paused": job_view(&app.set_paused(&need_id()?, true).await.map_err(e)?)})),
+        "resume" => Ok(json!({"resumed": job_view(&app.set_paused(&need_id()?, false).await.map_err(e)?)})),
+        "remove" => Ok(json!({"removed": app.remove_job(&need_id()?).await.map_err(e)?.id})),
+        "run" => {
+            let job = app.find_job(&need_id()?).await.map_err(e)?;
+            match Box::pin(app.run_now(&job.id)).await.map_err(e)? {
+                FireStatus::Ran { run, .. } => Ok(json!({"ran": job.id, "status": run.status, "output": run.output})),
+                other => Ok(json!({"status": format!("{other:?}")})),
+            }
+        }
+        other => Err(format!("unknown action `{other}` (create, list, update, pause, resume, remove, run)")),
+    }
+}
