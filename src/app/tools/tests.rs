@@ -212,3 +212,38 @@ async fn the_turn_records_each_call_with_its_duration() {
     old.as_object_mut().unwrap().remove("duration_ms");
     assert_eq!(serde_json::from_value::<Message>(old).unwrap().duration_ms, None, "old records decode");
 }
+
+/// The example of docs/adding-a-tool.md, kept compiling here.
+struct Echo;
+
+#[derive(serde::Deserialize)]
+struct EchoArgs {
+    text: String,
+}
+
+#[async_trait]
+impl Tool for Echo {
+    fn name(&self) -> &str {
+        "echo"
+    }
+    fn description(&self) -> &str {
+        "Returns its text."
+    }
+    fn schema(&self) -> Value {
+        json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
+    }
+    async fn call(&self, _ctx: &ToolCtx<'_>, args: Value) -> Result<ToolOutput, ToolError> {
+        Ok(parse_args::<EchoArgs>(args)?.text.into())
+    }
+}
+
+#[tokio::test]
+async fn typed_arguments_that_do_not_fit_are_bad_args() {
+    let (app, sid) = (test_app(), sid());
+    app.tools.register(Arc::new(Echo)).unwrap();
+    let c = ctx(&app, &sid, None, TurnKind::Job);
+    let set = app.tools.toolset(&c);
+    assert_eq!(set.execute(&c, &call("echo", r#"{"text":"hi"}"#)).await.content, "hi");
+    let r = set.execute(&c, &call("echo", r#"{"txt":"hi"}"#)).await;
+    assert!(r.is_error && r.content.contains("invalid arguments: missing field `text`"), "{}", r.content);
+}
