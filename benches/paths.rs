@@ -190,6 +190,7 @@ fn app(dir: &std::path::Path) -> (App, Arc<Counting>) {
         clock: Arc::new(SystemClock),
         live: Arc::default(),
         timers: Arc::new(PollingTimers),
+        tools: Arc::new(hermes_zero::app::tools::builtin()),
     };
     (app, store)
 }

@@ -60,5 +60,6 @@ pub fn app(yaml: &str, env: &Env, now: DateTime<Utc>, llm: Arc<dyn Llm>) -> App 
         clock: Arc::new(ManualClock::new(now)),
         live: Arc::default(),
         timers: Arc::new(crate::ports::PollingTimers),
+        tools: Arc::new(crate::app::tools::builtin()),
     }
 }

@@ -1,11 +1,12 @@
 //! The agent loop of one turn: prompt → model → tools → … → final answer, every message
 //! appended to the transcript as it happens (so a crash keeps what was done).
 
-use crate::app::{App, AppError, tools};
+use crate::app::tools::{ToolCtx, TurnKind};
+use crate::app::{App, AppError};
 use crate::core::ids::SessionId;
 use crate::core::prompt::assemble;
 use crate::core::session::{Message, Role};
-use crate::ports::{ChatRequest, ToolSpec};
+use crate::ports::ChatRequest;
 
 /// What one turn produced.
 #[derive(Debug, Clone, Default)]
@@ -26,8 +27,10 @@ pub struct TurnSpec<'a> {
     pub session_id: &'a SessionId,
     /// Extra system notes (reset, resume, job preamble).
     pub notes: Vec<String>,
-    /// Tools offered.
-    pub tools: Vec<ToolSpec>,
+    /// Chat turn or job run (decides the tools offered).
+    pub kind: TurnKind,
+    /// When the turn's time budget ends; tool calls still running then are cancelled.
+    pub deadline: Option<tokio::time::Instant>,
     /// Model override.
     pub model: Option<String>,
     /// System prompt (SOUL.md or the job's own).
@@ -47,9 +50,12 @@ where
     let max_iter = app.cfg.settings.model.max_iterations;
     let transcript = app.store.recent_messages(spec.session_id, max_ctx).await?;
     let mut prompt = assemble(&spec.system, &spec.notes, &transcript, max_ctx, app.clock.now());
+    let ctx = ToolCtx { app, session_id: spec.session_id, origin: spec.origin.as_ref(), kind: spec.kind, deadline: spec.deadline };
+    let toolset = app.tools.toolset(&ctx);
+    let tools = toolset.specs();
     let mut out = TurnOutput::default();
     for _ in 0..max_iter {
-        let req = ChatRequest { messages: prompt.clone(), tools: spec.tools.clone(), model: spec.model.clone() };
+        let req = ChatRequest { messages: prompt.clone(), tools: tools.clone(), model: spec.model.clone() };
         let resp = app.llm.complete(&req).await?;
         crate::app::crash::crash_point("turn:model_answered");
         out.input_tokens += resp.input_tokens;
@@ -65,9 +71,10 @@ where
         msg.tool_calls = resp.tool_calls.clone();
         let mut step = vec![msg];
         for call in &resp.tool_calls {
-            let result = tools::execute(app, call, spec.origin.as_ref()).await;
-            let mut t = Message::text(Role::Tool, result, app.clock.now());
+            let result = toolset.execute(&ctx, call).await;
+            let mut t = Message::text(Role::Tool, result.content, app.clock.now());
             t.tool_call_id = Some(call.id.clone());
+            t.duration_ms = Some(result.duration_ms);
             step.push(t);
         }
         app.store.append_messages(spec.session_id, &step, None).await?;

@@ -4,8 +4,9 @@
 
 use crate::app::agent::{self, TurnSpec};
 use crate::app::cas::{again, retry_cas};
+use crate::app::tools::TurnKind;
 use crate::app::turns::TURN_BUDGET_SECS;
-use crate::app::{App, AppError, tools};
+use crate::app::{App, AppError};
 use crate::core::ids::SessionId;
 use crate::core::job::{Decision, Job, JobState, Occurrence, RunOutcome, RunRecord, RunStatus, decide};
 use crate::core::session::{Message, Role};
@@ -205,15 +206,16 @@ impl App {
                 match self.store.append_messages(&session_id, &[msg], None).await {
                     Err(e) => Err(format!("store: {e}")),
                     Ok(_) => {
+                        let budget = crate::app::budget::turn_budget(std::time::Duration::from_secs(TURN_BUDGET_SECS as u64));
                         let spec = TurnSpec {
                             session_id: &session_id,
                             notes: vec![PREAMBLE.to_string()],
-                            tools: tools::job_tools(),
+                            kind: TurnKind::Job,
+                            deadline: Some(tokio::time::Instant::now() + budget),
                             model: job.model.clone(),
                             system: self.system_prompt(),
                             origin: None,
                         };
-                        let budget = crate::app::budget::turn_budget(std::time::Duration::from_secs(TURN_BUDGET_SECS as u64));
                         match tokio::time::timeout(budget, agent::run(self, spec, || async { false })).await {
                             Ok(Ok(out)) if out.reply.trim().is_empty() => Err("the model returned an empty answer".into()),
                             Ok(Ok(out)) => Ok(out.reply),

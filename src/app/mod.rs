@@ -17,7 +17,7 @@ mod jobs;
 mod lifecycle;
 mod recovery;
 mod status;
-mod tools;
+pub mod tools;
 mod turns;
 
 pub use fire::FireStatus;
@@ -53,6 +53,8 @@ pub struct App {
     /// This process's live state (accepting flag, running turns). Never needed for
     /// correctness across processes: the store is the truth.
     pub live: Arc<Live>,
+    /// The tools the agent may be offered; built once at wiring time.
+    pub tools: Arc<tools::ToolRegistry>,
 }
 
 /// Use-case failures; mapped to HTTP in `http/error.rs`.

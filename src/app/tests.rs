@@ -63,6 +63,7 @@ fn kit(yaml: &str, start: &str) -> Kit {
         clock: clock.clone(),
         live: Arc::default(),
         timers: Arc::new(crate::ports::PollingTimers),
+        tools: Arc::new(crate::app::tools::builtin()),
     };
     Kit { app, clock, llm, outbox }
 }

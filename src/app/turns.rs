@@ -4,7 +4,8 @@
 
 use crate::app::agent::{self, TurnOutput, TurnSpec};
 use crate::app::cas::{again, retry_cas};
-use crate::app::{App, AppError, tools};
+use crate::app::tools::TurnKind;
+use crate::app::{App, AppError};
 use crate::core::ids::SessionKey;
 use crate::core::inbound::ReplyPath;
 use crate::core::recovery::{self, RESUME_NOTE};
@@ -107,16 +108,17 @@ impl App {
         for n in &notices {
             self.reply(&entry.origin, path, n).await;
         }
+        let budget = crate::app::budget::turn_budget(StdDuration::from_secs(TURN_BUDGET_SECS as u64));
         let spec = TurnSpec {
             session_id: &entry.session_id,
             notes,
-            tools: tools::chat_tools(),
+            kind: TurnKind::Chat,
+            deadline: Some(tokio::time::Instant::now() + budget),
             model: None,
             system: self.system_prompt(),
             origin: Some(entry.origin.clone()),
         };
         let stop = || async { self.store.get_entry(key).await.ok().flatten().is_some_and(|e| e.interrupt_requested) };
-        let budget = crate::app::budget::turn_budget(StdDuration::from_secs(TURN_BUDGET_SECS as u64));
         let result = match tokio::time::timeout(budget, agent::run(self, spec, stop)).await {
             Ok(r) => r,
             Err(_) => {

@@ -226,12 +226,24 @@ pub struct Message {
     /// For assistant messages: the model id that answered (a fallback shows here).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// For tool results: how long the call took, in milliseconds (absent in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
 }
 
 impl Message {
     /// A plain message.
     pub fn text(role: Role, content: impl Into<String>, at: DateTime<Utc>) -> Self {
-        Self { role, content: content.into(), tool_calls: Vec::new(), tool_call_id: None, at, platform_message_id: None, model: None }
+        Self {
+            role,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            at,
+            platform_message_id: None,
+            model: None,
+            duration_ms: None,
+        }
     }
 }
 

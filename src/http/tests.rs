@@ -28,6 +28,7 @@ fn state() -> Arc<HttpState> {
         clock: Arc::new(ManualClock::new(chrono::Utc::now())),
         live: Arc::default(),
         timers: Arc::new(crate::ports::PollingTimers),
+        tools: Arc::new(crate::app::tools::builtin()),
     };
     Arc::new(HttpState { app, channels, api_key: Some(SecretString::from("k1".to_string())), provider: "builtin".into() })
 }

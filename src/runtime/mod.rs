@@ -112,8 +112,17 @@ pub async fn wire(home: &Path, cfg: Loaded) -> Result<Wired, StartError> {
     let channels = Arc::new(Channels::from_config(&cfg));
     let clock = clock(&cfg);
     let timers = timers(&cfg, &clock);
-    let app =
-        App { cfg: Arc::new(cfg), home: home.to_path_buf(), store, llm, delivery: channels.clone(), clock, live: Arc::default(), timers };
+    let app = App {
+        cfg: Arc::new(cfg),
+        home: home.to_path_buf(),
+        store,
+        llm,
+        delivery: channels.clone(),
+        clock,
+        live: Arc::default(),
+        timers,
+        tools: Arc::new(crate::app::tools::builtin()),
+    };
     Ok(Wired { app, channels })
 }
 

@@ -145,6 +145,7 @@ impl HermesState {
                     at,
                     platform_message_id: None,
                     model: None,
+                    duration_ms: None,
                 }))
             })
             .map_err(|e| classify(&self.path, e))?;

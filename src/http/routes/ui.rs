@@ -229,6 +229,7 @@ mod tests {
                 clock: Arc::new(ManualClock::new(NOW.parse().unwrap())),
                 live: Arc::default(),
                 timers: Arc::new(crate::ports::PollingTimers),
+                tools: Arc::new(crate::app::tools::builtin()),
             };
             let state =
                 Arc::new(HttpState { app, channels, api_key: Some(SecretString::from("k1".to_string())), provider: "builtin".into() });

@@ -1,69 +1,52 @@
-//! The chat agent's tools: their specs for the model and their execution. `cronjob` lets
-//! users schedule jobs in plain language; it is not offered inside job runs.
+//! `cronjob`: lets users schedule and manage jobs in plain language from a chat. It is not
+//! offered inside job runs (a job cannot schedule jobs).
 
+use super::{Tool, ToolCtx, ToolError, ToolOutput, TurnKind};
 use crate::app::{App, FireStatus};
 use crate::core::ids::Origin;
 use crate::core::job::{Job, JobOrigin};
 use crate::core::jobfile;
-use crate::core::session::ToolCall;
-use crate::ports::ToolSpec;
+use async_trait::async_trait;
 use serde_json::{Value, json};
 
-/// The tools offered to a chat turn.
-pub fn chat_tools() -> Vec<ToolSpec> {
-    vec![
-        ToolSpec {
-            name: "current_time".into(),
-            description: "Current date and time in the agent's configured timezone.".into(),
-            parameters: json!({"type": "object", "properties": {}}),
-        },
-        ToolSpec {
-            name: "cronjob".into(),
-            description: "Manage scheduled jobs. Schedules: `every 30m`, `in 2h`, cron `0 8 * * *`, `every weekday at 9am`, ISO time. \
+/// The `cronjob` tool.
+pub struct Cronjob;
+
+#[async_trait]
+impl Tool for Cronjob {
+    fn name(&self) -> &str {
+        "cronjob"
+    }
+
+    fn description(&self) -> &str {
+        "Manage scheduled jobs. Schedules: `every 30m`, `in 2h`, cron `0 8 * * *`, `every weekday at 9am`, ISO time. \
 Results are delivered to this chat unless `deliver` says otherwise (local, origin, telegram, telegram:<chat_id>)."
-                .into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "action": {"type": "string", "enum": ["create", "list", "update", "pause", "resume", "remove", "run"]},
-                    "job_id": {"type": "string", "description": "id or name of an existing job (update/pause/resume/remove/run)"},
-                    "name": {"type": "string"},
-                    "schedule": {"type": "string"},
-                    "prompt": {"type": "string", "description": "what the agent should do at each run"},
-                    "skills": {"type": "array", "items": {"type": "string"}},
-                    "deliver": {"type": "string"},
-                    "repeat": {"description": "forever (default), once, or a number of runs"}
-                },
-                "required": ["action"]
-            }),
-        },
-    ]
-}
+    }
 
-/// The tools offered inside a job run (no `cronjob`: a job cannot schedule jobs).
-pub fn job_tools() -> Vec<ToolSpec> {
-    chat_tools().into_iter().filter(|t| t.name != "cronjob").collect()
-}
+    fn schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "action": {"type": "string", "enum": ["create", "list", "update", "pause", "resume", "remove", "run"]},
+                "job_id": {"type": "string", "description": "id or name of an existing job (update/pause/resume/remove/run)"},
+                "name": {"type": "string"},
+                "schedule": {"type": "string"},
+                "prompt": {"type": "string", "description": "what the agent should do at each run"},
+                "skills": {"type": "array", "items": {"type": "string"}},
+                "deliver": {"type": "string"},
+                "repeat": {"description": "forever (default), once, or a number of runs"}
+            },
+            "required": ["action"]
+        })
+    }
 
-/// Runs one tool call and returns the text the model sees. Unknown tools and bad arguments
-/// become error text for the model, never a failure of the turn.
-pub async fn execute(app: &App, call: &ToolCall, origin: Option<&Origin>) -> String {
-    match call.name.as_str() {
-        "current_time" => {
-            let now = app.clock.now().with_timezone(&app.cfg.tz);
-            json!({"now": now.to_rfc3339(), "timezone": app.cfg.settings.timezone}).to_string()
-        }
-        "cronjob" if origin.is_some() => {
-            let args: Value = match serde_json::from_str(&call.arguments) {
-                Ok(v @ Value::Object(_)) => v,
-                _ => return json!({"error": "arguments must be a JSON object"}).to_string(),
-            };
-            match cronjob(app, args, origin).await {
-                Ok(v) => v.to_string(),
-                Err(e) => json!({"error": e}).to_string(),
-            }
-        }
-        other => json!({"error": format!("unknown tool `{other}`")}).to_string(),
+    /// Chat turns only: a job run has no chat to own the jobs it would make.
+    fn offered(&self, ctx: &ToolCtx<'_>) -> bool {
+        ctx.kind == TurnKind::Chat && ctx.origin.is_some()
+    }
+
+    async fn call(&self, ctx: &ToolCtx<'_>, args: Value) -> Result<ToolOutput, ToolError> {
+        cronjob(ctx.app, args, ctx.origin).await.map(ToolOutput::Json).map_err(ToolError::Failed)
     }
 }
 

@@ -1,0 +1,161 @@
+//! The agent's tools. A tool is one file: a type implementing [`Tool`] (name, description,
+//! JSON schema of its arguments, `call`). Everything a tool may touch comes through its
+//! [`ToolCtx`] (the app's ports and services, the session, the caller's origin, the turn kind,
+//! the clock, the turn's deadline). The [`ToolRegistry`] is built once at wiring time
+//! ([`builtin`]), decides what a turn is offered, and runs calls by name: unknown names,
+//! malformed arguments, tool errors and time-outs go back to the model as the tool result,
+//! never as a failed turn.
+//!
+//! Must not know: the turn loop (it only sees the registry), transports or adapters.
+//! How to add one: docs/adding-a-tool.md.
+
+mod cronjob;
+mod current_time;
+mod registry;
+#[cfg(test)]
+mod tests;
+
+pub use cronjob::job_view;
+pub use registry::{DuplicateTool, ToolRegistry, ToolResult, Toolset};
+
+use crate::app::App;
+use crate::core::ids::{Origin, SessionId};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// The registry of the tools this build ships, in the order they are offered. Adding a
+/// tool is one line here.
+pub fn builtin() -> ToolRegistry {
+    let tools: [Arc<dyn Tool>; 2] = [Arc::new(current_time::CurrentTime), Arc::new(cronjob::Cronjob)];
+    let registry = ToolRegistry::default();
+    for tool in tools {
+        if let Err(e) = registry.register(tool) {
+            tracing::error!(error = %e, "built-in tool not registered");
+        }
+    }
+    registry
+}
+
+/// One capability the model can call.
+#[async_trait]
+pub trait Tool: Send + Sync {
+    /// The name the model calls it by (unique in a registry; may be built at run time, as
+    /// MCP tools' `mcp_<server>_<tool>` are).
+    fn name(&self) -> &str;
+
+    /// What it does, for the model.
+    fn description(&self) -> &str;
+
+    /// JSON Schema of the arguments (an `object` schema).
+    fn schema(&self) -> Value;
+
+    /// Whether this turn is offered the tool (default: always). A tool not offered cannot be
+    /// called in that turn either: the call gets "unknown tool".
+    fn offered(&self, _ctx: &ToolCtx<'_>) -> bool {
+        true
+    }
+
+    /// The longest one call may take; the turn's deadline bounds it as well (default: only
+    /// the deadline).
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
+
+    /// Runs one call. `args` is always a JSON object (the registry checks); see
+    /// [`parse_args`] for typed arguments.
+    async fn call(&self, ctx: &ToolCtx<'_>, args: Value) -> Result<ToolOutput, ToolError>;
+}
+
+/// Whether a turn answers a chat message or runs a scheduled job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnKind {
+    /// A chat turn (has an origin).
+    Chat,
+    /// A job run (no chat; `cronjob` is not offered).
+    Job,
+}
+
+/// What a tool call may see and use, built by the turn loop for one turn.
+pub struct ToolCtx<'a> {
+    /// The app's ports and services (store, delivery, jobs, settings, clock).
+    pub app: &'a App,
+    /// The conversation the call happens in.
+    pub session_id: &'a SessionId,
+    /// The chat the turn runs for (`None` in job runs).
+    pub origin: Option<&'a Origin>,
+    /// Chat turn or job run.
+    pub kind: TurnKind,
+    /// When the turn's time budget ends (on Lambda, the invocation's deadline less its
+    /// margin); a call still running then is cancelled and reported to the model.
+    pub deadline: Option<Instant>,
+}
+
+impl ToolCtx<'_> {
+    /// The current instant, from the app's clock port.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.app.clock.now()
+    }
+
+    /// Time left before the turn's deadline (`None`: no deadline).
+    pub fn remaining(&self) -> Option<Duration> {
+        self.deadline.map(|d| d.saturating_duration_since(Instant::now()))
+    }
+}
+
+/// What a call returns to the model: JSON (sent as its text) or plain text.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolOutput {
+    /// A JSON value, serialized for the model.
+    Json(Value),
+    /// Text, sent as is.
+    Text(String),
+}
+
+impl ToolOutput {
+    /// The text the model sees.
+    pub fn into_text(self) -> String {
+        match self {
+            Self::Json(v) => v.to_string(),
+            Self::Text(t) => t,
+        }
+    }
+}
+
+impl From<Value> for ToolOutput {
+    fn from(v: Value) -> Self {
+        Self::Json(v)
+    }
+}
+
+impl From<String> for ToolOutput {
+    fn from(t: String) -> Self {
+        Self::Text(t)
+    }
+}
+
+/// Why a call failed; the model receives `{"error": "<message>"}` and the turn goes on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    /// No tool of that name is offered in this turn.
+    #[error("unknown tool `{0}`")]
+    Unknown(String),
+    /// The arguments are not what the tool takes.
+    #[error("{0}")]
+    BadArgs(String),
+    /// The tool ran and failed.
+    #[error("{0}")]
+    Failed(String),
+    /// The call outlived its time and was cancelled.
+    #[error("`{0}` did not finish in time and was cancelled")]
+    TimedOut(String),
+}
+
+/// Decodes a call's arguments into `T`; a mismatch is [`ToolError::BadArgs`].
+pub fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
+    serde_json::from_value(args).map_err(|e| ToolError::BadArgs(format!("invalid arguments: {e}")))
+}

@@ -1,0 +1,131 @@
+//! The tool registry: the tools this deployment has (built-ins at wiring time, more may be
+//! registered at run time, e.g. an MCP server's), the per-turn [`Toolset`] of what a turn is
+//! offered, and the execution of one call by name with its error handling and time bound.
+
+use super::{Tool, ToolCtx, ToolError};
+use crate::core::session::ToolCall;
+use crate::ports::ToolSpec;
+use serde_json::{Value, json};
+use std::sync::{Arc, PoisonError, RwLock};
+use tokio::time::Instant;
+
+/// Every tool of this deployment, by name, in registration order. Shared by all turns.
+#[derive(Default)]
+pub struct ToolRegistry {
+    tools: RwLock<Vec<Arc<dyn Tool>>>,
+}
+
+/// A tool of that name is already registered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a tool named `{0}` is already registered")]
+pub struct DuplicateTool(pub String);
+
+impl ToolRegistry {
+    /// Adds a tool (offered from the next turn on).
+    pub fn register(&self, tool: Arc<dyn Tool>) -> Result<(), DuplicateTool> {
+        let mut tools = self.tools.write().unwrap_or_else(PoisonError::into_inner);
+        if tools.iter().any(|t| t.name() == tool.name()) {
+            return Err(DuplicateTool(tool.name().to_string()));
+        }
+        tools.push(tool);
+        Ok(())
+    }
+
+    /// Removes the tool called `name`; whether there was one. Turns already running keep
+    /// their [`Toolset`].
+    pub fn unregister(&self, name: &str) -> bool {
+        let mut tools = self.tools.write().unwrap_or_else(PoisonError::into_inner);
+        let before = tools.len();
+        tools.retain(|t| t.name() != name);
+        tools.len() != before
+    }
+
+    /// The names of all registered tools, in order.
+    pub fn names(&self) -> Vec<String> {
+        self.tools.read().unwrap_or_else(PoisonError::into_inner).iter().map(|t| t.name().to_string()).collect()
+    }
+
+    /// The tools offered to the turn `ctx` describes. Taken once per turn, so the set cannot
+    /// change under a running turn.
+    pub fn toolset(&self, ctx: &ToolCtx<'_>) -> Toolset {
+        let tools = self.tools.read().unwrap_or_else(PoisonError::into_inner);
+        Toolset { tools: tools.iter().filter(|t| t.offered(ctx)).cloned().collect() }
+    }
+}
+
+/// The tools one turn is offered; only these can be called in it.
+pub struct Toolset {
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+/// One executed call, ready for the transcript.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResult {
+    /// What the model sees (`{"error": …}` when the call failed).
+    pub content: String,
+    /// Whether the call failed.
+    pub is_error: bool,
+    /// How long it took, in milliseconds.
+    pub duration_ms: u64,
+}
+
+impl Toolset {
+    /// The specs sent to the model.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.tools
+            .iter()
+            .map(|t| ToolSpec { name: t.name().to_string(), description: t.description().to_string(), parameters: t.schema() })
+            .collect()
+    }
+
+    /// Whether no tool is offered.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// Runs `call` and returns what the model sees. Never fails: an unknown name, arguments
+    /// that are not a JSON object, a tool error or a time-out become an error result.
+    pub async fn execute(&self, ctx: &ToolCtx<'_>, call: &ToolCall) -> ToolResult {
+        let started = Instant::now();
+        let outcome = match self.tools.iter().find(|t| t.name() == call.name) {
+            None => Err(ToolError::Unknown(call.name.clone())),
+            Some(tool) => match object_args(&call.arguments) {
+                Err(e) => Err(e),
+                Ok(args) => bounded(tool.as_ref(), ctx, args, started).await,
+            },
+        };
+        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        match outcome {
+            Ok(out) => ToolResult { content: out.into_text(), is_error: false, duration_ms },
+            Err(e) => {
+                tracing::info!(tool = %call.name, error = %e, duration_ms, "tool call failed");
+                ToolResult { content: json!({"error": e.to_string()}).to_string(), is_error: true, duration_ms }
+            }
+        }
+    }
+}
+
+/// Runs the call, cancelled at the earlier of the tool's own timeout and the turn's deadline.
+async fn bounded(tool: &dyn Tool, ctx: &ToolCtx<'_>, args: Value, started: Instant) -> Result<super::ToolOutput, ToolError> {
+    let own = tool.timeout().map(|t| started + t);
+    match own.into_iter().chain(ctx.deadline).min() {
+        None => tool.call(ctx, args).await,
+        Some(at) => {
+            tokio::time::timeout_at(at, tool.call(ctx, args)).await.unwrap_or_else(|_| Err(ToolError::TimedOut(tool.name().to_string())))
+        }
+    }
+}
+
+/// The model's argument text as a JSON object. Empty text and `null` count as no arguments
+/// (some models send them for tools without parameters).
+fn object_args(text: &str) -> Result<Value, ToolError> {
+    if text.trim().is_empty() {
+        return Ok(json!({}));
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(Value::Null) => Ok(json!({})),
+        Ok(_) => Err(ToolError::BadArgs("arguments must be a JSON object".into())),
+        Err(e) => Err(ToolError::BadArgs(format!("arguments must be a JSON object: {e}"))),
+    }
+}

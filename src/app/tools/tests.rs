@@ -1,0 +1,249 @@
+//! Registry tests: what chat turns and job runs are offered, and that every way a call can go
+//! wrong (unknown name, malformed arguments, a tool error, a time-out) comes back to the model
+//! as the tool result. The agent-loop test checks that each call's duration is recorded.
+
+use super::*;
+use crate::app::agent::{self, TurnSpec};
+use crate::config::Env;
+use crate::core::ids::ChatType;
+use crate::core::session::{Message, Role, ToolCall};
+use crate::ports::{ChatRequest, ChatResponse, Llm, LlmError};
+use crate::test_support::{CountingLlm, app};
+use serde_json::json;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+const NOW: &str = "2025-03-01T12:00:00Z";
+
+fn test_app() -> App {
+    let mut app = app("timezone: Europe/Berlin\n", &Env::default(), NOW.parse().unwrap(), CountingLlm::new("ok"));
+    let mut cfg = (*app.cfg).clone();
+    cfg.tz = chrono_tz::Europe::Berlin;
+    app.cfg = Arc::new(cfg);
+    app
+}
+
+fn origin() -> Origin {
+    Origin::new("telegram", "42", ChatType::Dm, Some("u1"), None).unwrap()
+}
+
+fn sid() -> SessionId {
+    SessionId::named("s1".into())
+}
+
+fn ctx<'a>(app: &'a App, sid: &'a SessionId, origin: Option<&'a Origin>, kind: TurnKind) -> ToolCtx<'a> {
+    ToolCtx { app, session_id: sid, origin, kind, deadline: None }
+}
+
+fn call(name: &str, arguments: &str) -> ToolCall {
+    ToolCall { id: "c1".into(), name: name.into(), arguments: arguments.into() }
+}
+
+fn names(set: &Toolset) -> Vec<String> {
+    set.specs().into_iter().map(|s| s.name).collect()
+}
+
+/// A test tool: counts its calls; fails, sleeps or echoes depending on its arguments.
+#[derive(Default)]
+struct Probe(AtomicUsize);
+
+#[async_trait]
+impl Tool for Probe {
+    fn name(&self) -> &str {
+        "probe"
+    }
+    fn description(&self) -> &str {
+        "test tool"
+    }
+    fn schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+    async fn call(&self, _ctx: &ToolCtx<'_>, args: Value) -> Result<ToolOutput, ToolError> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        if let Some(msg) = args["fail"].as_str() {
+            return Err(ToolError::Failed(msg.into()));
+        }
+        if let Some(ms) = args["sleep_ms"].as_u64() {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
+        Ok(ToolOutput::Text(format!("echo {}", args["say"].as_str().unwrap_or_default())))
+    }
+}
+
+#[test]
+fn builtin_names_are_unique_and_in_offer_order() {
+    assert_eq!(builtin().names(), ["current_time", "cronjob"]);
+}
+
+#[test]
+fn chat_turns_get_cronjob_and_job_runs_do_not() {
+    let (app, sid, o) = (test_app(), sid(), origin());
+    let chat = app.tools.toolset(&ctx(&app, &sid, Some(&o), TurnKind::Chat));
+    assert_eq!(names(&chat), ["current_time", "cronjob"]);
+    let job = app.tools.toolset(&ctx(&app, &sid, None, TurnKind::Job));
+    assert_eq!(names(&job), ["current_time"]);
+    let schema = &chat.specs()[1].parameters;
+    assert_eq!(schema["required"], json!(["action"]));
+}
+
+#[tokio::test]
+async fn a_tool_not_offered_or_not_known_is_an_error_result() {
+    let (app, sid) = (test_app(), sid());
+    let c = ctx(&app, &sid, None, TurnKind::Job);
+    let set = app.tools.toolset(&c);
+    for name in ["nope", "cronjob"] {
+        let r = set.execute(&c, &call(name, r#"{"action":"list"}"#)).await;
+        assert!(r.is_error);
+        assert_eq!(serde_json::from_str::<Value>(&r.content).unwrap(), json!({"error": format!("unknown tool `{name}`")}));
+    }
+}
+
+#[tokio::test]
+async fn malformed_arguments_are_an_error_result_and_the_tool_is_not_called() {
+    let (app, sid) = (test_app(), sid());
+    let probe = Arc::new(Probe::default());
+    app.tools.register(probe.clone()).unwrap();
+    let c = ctx(&app, &sid, None, TurnKind::Job);
+    let set = app.tools.toolset(&c);
+    for bad in ["{not json", "[1, 2]", "\"text\"", "7"] {
+        let r = set.execute(&c, &call("probe", bad)).await;
+        assert!(r.is_error, "{bad}");
+        assert!(r.content.contains("arguments must be a JSON object"), "{bad}: {}", r.content);
+    }
+    assert_eq!(probe.0.load(Ordering::SeqCst), 0);
+    for none in ["", "  ", "null", "{}"] {
+        let r = set.execute(&c, &call("probe", none)).await;
+        assert_eq!((r.is_error, r.content.as_str()), (false, "echo "), "{none:?}");
+    }
+    let r = set.execute(&c, &call("probe", r#"{"say":"hi"}"#)).await;
+    assert_eq!(r.content, "echo hi");
+}
+
+#[tokio::test]
+async fn a_tool_error_goes_back_as_the_result() {
+    let (app, sid) = (test_app(), sid());
+    app.tools.register(Arc::new(Probe::default())).unwrap();
+    let c = ctx(&app, &sid, None, TurnKind::Job);
+    let r = app.tools.toolset(&c).execute(&c, &call("probe", r#"{"fail":"disk full"}"#)).await;
+    assert!(r.is_error);
+    assert_eq!(serde_json::from_str::<Value>(&r.content).unwrap(), json!({"error": "disk full"}));
+    // cronjob's own errors take the same path.
+    let o = origin();
+    let c = ctx(&app, &sid, Some(&o), TurnKind::Chat);
+    let r = app.tools.toolset(&c).execute(&c, &call("cronjob", r#"{"action":"explode"}"#)).await;
+    assert!(r.is_error && r.content.contains("unknown action `explode`"), "{}", r.content);
+}
+
+#[tokio::test]
+async fn a_call_past_the_turn_deadline_is_cancelled_and_reported() {
+    let (app, sid) = (test_app(), sid());
+    app.tools.register(Arc::new(Probe::default())).unwrap();
+    let mut c = ctx(&app, &sid, None, TurnKind::Job);
+    c.deadline = Some(Instant::now() + Duration::from_millis(50));
+    let r = app.tools.toolset(&c).execute(&c, &call("probe", r#"{"sleep_ms": 60000}"#)).await;
+    assert!(r.is_error);
+    assert!(r.content.contains("`probe` did not finish in time"), "{}", r.content);
+    assert!((40..10_000).contains(&r.duration_ms), "{}", r.duration_ms);
+}
+
+#[test]
+fn tools_registered_at_run_time_join_later_turns_and_names_stay_unique() {
+    let (app, sid) = (test_app(), sid());
+    let c = ctx(&app, &sid, None, TurnKind::Job);
+    let before = app.tools.toolset(&c);
+    app.tools.register(Arc::new(Probe::default())).unwrap();
+    assert_eq!(app.tools.register(Arc::new(Probe::default())), Err(DuplicateTool("probe".into())));
+    assert_eq!(names(&before), ["current_time"], "a running turn keeps its set");
+    assert_eq!(names(&app.tools.toolset(&c)), ["current_time", "probe"]);
+    assert!(app.tools.unregister("probe") && !app.tools.unregister("probe"));
+    assert_eq!(names(&app.tools.toolset(&c)), ["current_time"]);
+}
+
+#[tokio::test]
+async fn current_time_reads_the_clock_in_the_configured_timezone() {
+    let (app, sid) = (test_app(), sid());
+    let c = ctx(&app, &sid, None, TurnKind::Job);
+    let r = app.tools.toolset(&c).execute(&c, &call("current_time", "")).await;
+    let v: Value = serde_json::from_str(&r.content).unwrap();
+    assert_eq!(v, json!({"now": "2025-03-01T13:00:00+01:00", "timezone": "Europe/Berlin"}));
+}
+
+/// A model that calls `probe` once, then answers.
+#[derive(Default)]
+struct CallsProbe(Mutex<Vec<ChatRequest>>);
+
+#[async_trait]
+impl Llm for CallsProbe {
+    fn name(&self) -> &'static str {
+        "calls-probe"
+    }
+    async fn complete(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let mut seen = self.0.lock().unwrap();
+        seen.push(req.clone());
+        if seen.len() == 1 {
+            return Ok(ChatResponse { tool_calls: vec![call("probe", r#"{"sleep_ms": 20}"#)], ..ChatResponse::default() });
+        }
+        Ok(ChatResponse { content: "done".into(), ..ChatResponse::default() })
+    }
+}
+
+#[tokio::test]
+async fn the_turn_records_each_call_with_its_duration() {
+    let llm = Arc::new(CallsProbe::default());
+    let app = app("{}", &Env::default(), NOW.parse().unwrap(), llm.clone());
+    app.tools.register(Arc::new(Probe::default())).unwrap();
+    let sid = sid();
+    let user = Message::text(Role::User, "go", app.clock.now());
+    app.store.append_messages(&sid, &[user], None).await.unwrap();
+    let spec =
+        TurnSpec { session_id: &sid, notes: vec![], kind: TurnKind::Job, deadline: None, model: None, system: "sys".into(), origin: None };
+    let out = agent::run(&app, spec, || async { false }).await.unwrap();
+    assert_eq!(out.reply, "done");
+    let offered: Vec<_> = llm.0.lock().unwrap()[0].tools.iter().map(|t| t.name.clone()).collect();
+    assert_eq!(offered, ["current_time", "probe"]);
+    let stored = app.store.recent_messages(&sid, 10).await.unwrap();
+    let result = stored.iter().find(|m| m.role == Role::Tool).unwrap();
+    assert_eq!(result.content, "echo ");
+    let ms = result.duration_ms.unwrap();
+    assert!((15..10_000).contains(&ms), "{ms}");
+    let encoded = serde_json::to_value(result).unwrap();
+    assert_eq!(encoded["duration_ms"], ms);
+    let mut old = encoded.clone();
+    old.as_object_mut().unwrap().remove("duration_ms");
+    assert_eq!(serde_json::from_value::<Message>(old).unwrap().duration_ms, None, "old records decode");
+}
+
+/// The example of docs/adding-a-tool.md, kept compiling here.
+struct Echo;
+
+#[derive(serde::Deserialize)]
+struct EchoArgs {
+    text: String,
+}
+
+#[async_trait]
+impl Tool for Echo {
+    fn name(&self) -> &str {
+        "echo"
+    }
+    fn description(&self) -> &str {
+        "Returns its text."
+    }
+    fn schema(&self) -> Value {
+        json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
+    }
+    async fn call(&self, _ctx: &ToolCtx<'_>, args: Value) -> Result<ToolOutput, ToolError> {
+        Ok(parse_args::<EchoArgs>(args)?.text.into())
+    }
+}
+
+#[tokio::test]
+async fn typed_arguments_that_do_not_fit_are_bad_args() {
+    let (app, sid) = (test_app(), sid());
+    app.tools.register(Arc::new(Echo)).unwrap();
+    let c = ctx(&app, &sid, None, TurnKind::Job);
+    let set = app.tools.toolset(&c);
+    assert_eq!(set.execute(&c, &call("echo", r#"{"text":"hi"}"#)).await.content, "hi");
+    let r = set.execute(&c, &call("echo", r#"{"txt":"hi"}"#)).await;
+    assert!(r.is_error && r.content.contains("invalid arguments: missing field `text`"), "{}", r.content);
+}
