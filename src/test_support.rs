@@ -43,7 +43,8 @@ impl Llm for CountingLlm {
 pub fn http_state(app: App, api_key: Option<&str>, provider: &str) -> Arc<crate::http::HttpState> {
     let channels = Arc::new(crate::channels::Channels::from_config(&app.cfg));
     let api_key = api_key.map(|k| secrecy::SecretString::from(k.to_string()));
-    Arc::new(crate::http::HttpState { app, channels, api_key, provider: provider.into() })
+    let fire_auth = crate::app::fire_token::FireAuth::from_config(&app.cfg, Arc::new(crate::clients::jwks::HttpJwks::default()));
+    Arc::new(crate::http::HttpState { app, channels, api_key, provider: provider.into(), fire_auth })
 }
 
 /// An app with settings from `yaml` and secrets from `env`, the in-memory SQLite store, a

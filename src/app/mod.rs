@@ -11,6 +11,7 @@ mod commands;
 pub mod crash;
 mod deliver;
 mod fire;
+pub mod fire_token;
 pub mod import;
 mod inbound;
 mod jobs;

@@ -71,7 +71,13 @@ async fn a_registered_channel_gets_its_route_and_delivery() {
     let mut app = crate::test_support::app("allow_all_users: true", &Env::default(), chrono::Utc::now(), llm.clone());
     let channels = Arc::new(Channels::from_config(&app.cfg).with(fake));
     app.delivery = channels.clone();
-    let state = Arc::new(HttpState { app, channels, api_key: None, provider: "builtin".into() });
+    let state = Arc::new(HttpState {
+        app,
+        channels,
+        api_key: None,
+        provider: "builtin".into(),
+        fire_auth: crate::app::fire_token::FireAuth::NotConfigured,
+    });
 
     assert_eq!(call(&state, &[("x-fake-key", "no")], "hi").await, (StatusCode::UNAUTHORIZED, json!({"error": "unauthorized"})));
     assert_eq!(parsed.load(Ordering::SeqCst), 0, "nothing is parsed before authentication");

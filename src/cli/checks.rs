@@ -41,12 +41,14 @@ pub async fn jobs_and_provider(home: &Path, cfg: &Loaded, store: Option<&dyn Sto
     let choice = provider::choose(cfg, std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some());
     println!("timers:   {} — {}", choice.provider, choice.why);
     if choice.provider == crate::core::timers::TimerProvider::Chronos {
+        use crate::ports::JwksSource;
         let c = &cfg.settings.cron.chronos;
-        if let Err(e) = crate::http::fire_auth::FireVerifier::from_config(cfg) {
+        let jwks = std::sync::Arc::new(crate::clients::jwks::HttpJwks::default());
+        if let Err(e) = crate::app::fire_token::FireVerifier::from_config(cfg, jwks.clone()) {
             problems.push(e);
         }
         if !c.jwks_url.is_empty()
-            && let Err(e) = crate::clients::jwks::fetch(&c.jwks_url).await
+            && let Err(e) = jwks.fetch(&c.jwks_url).await
         {
             problems.push(format!("cron.chronos.jwks_url {}: {e}", c.jwks_url));
         }

@@ -36,20 +36,6 @@ const MAX_ID_PART: usize = MAX_NAME - NAME_PREFIX.len() - 1 - STAMP_LEN;
 /// from now (the input keeps the real `fire_at`; the fire path handles lateness).
 const MIN_LEAD_SECS: i64 = 60;
 
-/// The ARN of the Lambda function this process runs as. The Lambda environment exposes the
-/// function name and region but not the account id, so the runtime learns the full ARN from
-/// the first invocation's context. Process-wide on purpose: it is a fact about the process,
-/// not about one client.
-static FUNCTION_ARN: OnceLock<String> = OnceLock::new();
-
-/// Records this function's ARN (from an invocation context) as the default schedule target.
-/// Ignores anything that is not an ARN; the first value wins.
-pub fn learn_function_arn(arn: &str) {
-    if arn.starts_with("arn:") {
-        let _ = FUNCTION_ARN.set(arn.to_string());
-    }
-}
-
 /// The schedule name of an occurrence: `hz-<job_id>-<YYYYMMDDTHHMMSSZ>` (CONTRACT §4).
 /// Job ids outside the allowed charset (`[0-9A-Za-z_.-]`) or too long to fit the 64-character
 /// limit are shortened to a prefix plus a hash of the whole id, so names stay unique.
@@ -104,6 +90,10 @@ pub struct EventBridgeTimers {
     client: OnceCell<Client>,
     /// Set once the group is known to exist.
     group_ready: OnceCell<()>,
+    /// This function's ARN, the default schedule target. The Lambda environment exposes the
+    /// function name and region but not the account id, so the entry learns the full ARN from
+    /// the first invocation's context ([`Timers::learn_target`]).
+    function_arn: OnceLock<String>,
 }
 
 impl EventBridgeTimers {
@@ -118,6 +108,7 @@ impl EventBridgeTimers {
             clock,
             client: OnceCell::new(),
             group_ready: OnceCell::new(),
+            function_arn: OnceLock::new(),
         }
     }
 
@@ -174,7 +165,7 @@ impl EventBridgeTimers {
         if !self.target_arn.is_empty() {
             return Ok(self.target_arn.clone());
         }
-        FUNCTION_ARN
+        self.function_arn
             .get()
             .cloned()
             .ok_or_else(|| TimerError::Refused("cron.eventbridge.target_arn is not set and this function's ARN is not known yet".into()))
@@ -245,6 +236,14 @@ impl EventBridgeTimers {
 impl Timers for EventBridgeTimers {
     fn provider(&self) -> crate::ports::TimerProvider {
         crate::ports::TimerProvider::Eventbridge
+    }
+
+    /// Records this function's ARN (from an invocation context) as the default schedule
+    /// target. Ignores anything that is not an ARN; the first value wins.
+    fn learn_target(&self, arn: &str) {
+        if arn.starts_with("arn:") {
+            let _ = self.function_arn.set(arn.to_string());
+        }
     }
 
     async fn arm(&self, job: &Job) -> Result<(), TimerError> {

@@ -94,6 +94,15 @@ pub struct Loaded {
     pub clock_offset_secs: i64,
 }
 
+impl Loaded {
+    /// This agent's instance id: `cron.chronos.instance_id`, else `hermes-zero` (the default
+    /// fire-token audience is `agent:<instance id>`).
+    pub fn instance_id(&self) -> String {
+        let id = &self.settings.cron.chronos.instance_id;
+        if id.is_empty() { "hermes-zero".into() } else { id.clone() }
+    }
+}
+
 /// Loads settings for `home`, from `config_file` (default `<home>/config.yaml`, optional).
 pub fn load_settings(home: &Path, config_file: Option<&Path>, env: &Env) -> Result<Loaded, ConfigError> {
     let path = config_file.map_or_else(|| home.join("config.yaml"), Path::to_path_buf);
@@ -161,6 +170,11 @@ pub fn parse_yaml_full(text: &str, file: &str) -> Result<Parsed, ConfigError> {
     if flow_depth(text) > MAX_FLOW_DEPTH {
         return Err(invalid("(document)".into(), format!("nesting deeper than {MAX_FLOW_DEPTH} levels")));
     }
+    // Same for block nesting (indentation, `- - - …`): the parser walks megabytes before its
+    // recursion limit trips; no real config is indented this deep.
+    if block_indent(text) > MAX_BLOCK_INDENT {
+        return Err(invalid("(document)".into(), format!("indentation deeper than {MAX_BLOCK_INDENT} columns")));
+    }
     let value: serde_json::Value = if text.trim().is_empty() {
         serde_json::Value::Object(Default::default())
     } else {
@@ -192,6 +206,24 @@ pub fn parse_yaml_full(text: &str, file: &str) -> Result<Parsed, ConfigError> {
 
 /// Deepest `[`/`{` nesting accepted in a YAML document.
 pub const MAX_FLOW_DEPTH: usize = 64;
+
+/// Deepest block indentation accepted in a YAML document, in columns (spaces and `- `).
+pub const MAX_BLOCK_INDENT: usize = 256;
+
+/// The widest block indentation of any line: leading spaces and sequence indicators (`- `).
+pub fn block_indent(text: &str) -> usize {
+    text.lines()
+        .map(|line| {
+            let b = line.as_bytes();
+            let mut i = 0;
+            while i < b.len() && (b[i] == b' ' || (b[i] == b'-' && b.get(i + 1) == Some(&b' '))) {
+                i += 1;
+            }
+            i
+        })
+        .max()
+        .unwrap_or(0)
+}
 
 /// The deepest flow-collection nesting of YAML text, ignoring quoted text and comments.
 pub fn flow_depth(text: &str) -> usize {

@@ -1,209 +1,69 @@
-//! Verification of Chronos fire tokens (CONTRACT §3). Every failure is the same 401
-//! `invalid fire token` to the caller; the reason is only logged.
-//!
-//! Keys come from a JWKS (selected by `kid`; an unknown `kid` refreshes at most once per
-//! 30 s; keys cached for at most 15 min) or a pinned PEM. The algorithm is pinned to the
-//! key's family (RSA: RS256/384/512, EC: ES256/384, Ed25519: EdDSA); `none` and HMAC never
-//! verify. `exp`/`nbf`/lifetime are checked against the app clock with 30 s leeway.
+//! The fire-token extractor of `POST /api/cron/fire`: `Authorization: Bearer <JWT>` verified
+//! (signature, claims, `jti` once) by the verifier built at wiring time, before the body is
+//! read. Every failure is the same 401 `invalid fire token`; the reason is only logged.
 
-use crate::config::Loaded;
-use crate::ports::Store;
-use chrono::{DateTime, Utc};
-use jsonwebtoken::jwk::{AlgorithmParameters, JwkSet};
-use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode, decode_header};
-use serde_json::Value;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use crate::app::fire_token::{FireAuth, FireClaims};
+use crate::http::HttpState;
+use crate::http::error::ApiError;
+use axum::extract::FromRequestParts;
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use axum::response::{IntoResponse, Response};
+use std::sync::Arc;
 
-/// Clock leeway for `exp`/`nbf`.
-pub const LEEWAY_SECS: i64 = 30;
-/// Longest accepted token lifetime (`exp − iat`).
-pub const MAX_LIFETIME_SECS: i64 = 600;
-const JWKS_MAX_AGE: Duration = Duration::from_secs(15 * 60);
-const JWKS_MIN_REFRESH: Duration = Duration::from_secs(30);
+/// A verified fire token (its claims).
+#[derive(Debug)]
+pub struct FireToken(pub FireClaims);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Family {
-    Rsa,
-    Ec,
-    Ed,
+/// Why a fire token was refused (logged, never shown).
+#[derive(Debug, thiserror::Error)]
+pub enum FireTokenRejection {
+    /// No `Authorization: Bearer …` header.
+    #[error("no bearer token")]
+    Missing,
+    /// No key source configured.
+    #[error("no cron.chronos.jwks_url or public_key_pem configured")]
+    NotConfigured,
+    /// The key configuration is wrong.
+    #[error("bad key configuration: {0}")]
+    Misconfigured(String),
+    /// The token failed a check.
+    #[error("{0}")]
+    Invalid(String),
 }
 
-impl Family {
-    fn algorithms(self) -> Vec<Algorithm> {
-        match self {
-            Self::Rsa => vec![Algorithm::RS256, Algorithm::RS384, Algorithm::RS512],
-            Self::Ec => vec![Algorithm::ES256, Algorithm::ES384],
-            Self::Ed => vec![Algorithm::EdDSA],
-        }
+impl FireTokenRejection {
+    /// The one answer every refusal gets.
+    pub fn response() -> ApiError {
+        ApiError::new(StatusCode::UNAUTHORIZED, "invalid fire token")
     }
 }
 
-#[derive(Default)]
-struct JwksCache {
-    set: Option<JwkSet>,
-    fetched: Option<Instant>,
-    last_attempt: Option<Instant>,
+impl IntoResponse for FireTokenRejection {
+    fn into_response(self) -> Response {
+        match &self {
+            Self::Misconfigured(_) => tracing::error!(reason = %self, "fire callback refused"),
+            _ => tracing::warn!(reason = %self, "fire token rejected"),
+        }
+        Self::response().into_response()
+    }
 }
 
-enum Source {
-    Pem(DecodingKey, Family),
-    Jwks { url: String, cache: tokio::sync::Mutex<JwksCache> },
-}
+impl FromRequestParts<Arc<HttpState>> for FireToken {
+    type Rejection = FireTokenRejection;
 
-/// A configured verifier (built once per configuration).
-pub struct FireVerifier {
-    source: Source,
-    audience: String,
-    issuer: Option<String>,
-}
-
-fn pem_key(text: &str) -> Result<(DecodingKey, Family), String> {
-    let pem = if text.trim_start().starts_with("-----BEGIN") {
-        text.to_string()
-    } else {
-        std::fs::read_to_string(text.trim()).map_err(|e| format!("cron.chronos.public_key_pem: cannot read {}: {e}", text.trim()))?
-    };
-    let b = pem.as_bytes();
-    DecodingKey::from_rsa_pem(b)
-        .map(|k| (k, Family::Rsa))
-        .or_else(|_| DecodingKey::from_ec_pem(b).map(|k| (k, Family::Ec)))
-        .or_else(|_| DecodingKey::from_ed_pem(b).map(|k| (k, Family::Ed)))
-        .map_err(|e| format!("cron.chronos.public_key_pem is not an RSA, EC or Ed25519 public key: {e}"))
-}
-
-impl FireVerifier {
-    /// Builds the verifier from settings; None when no key source is configured.
-    pub fn from_config(cfg: &Loaded) -> Result<Option<Self>, String> {
-        let c = &cfg.settings.cron.chronos;
-        let audience = if c.expected_audience.is_empty() { format!("agent:{}", instance_id(cfg)) } else { c.expected_audience.clone() };
-        let issuer = (!c.portal_url.is_empty()).then(|| c.portal_url.trim_end_matches('/').to_string());
-        let source = if !c.public_key_pem.is_empty() {
-            let (k, f) = pem_key(&c.public_key_pem)?;
-            Source::Pem(k, f)
-        } else if !c.jwks_url.is_empty() {
-            Source::Jwks { url: c.jwks_url.clone(), cache: tokio::sync::Mutex::new(JwksCache::default()) }
-        } else {
-            return Ok(None);
+    async fn from_request_parts(parts: &mut Parts, s: &Arc<HttpState>) -> Result<Self, Self::Rejection> {
+        let token = parts
+            .headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .ok_or(FireTokenRejection::Missing)?;
+        let verifier = match &s.fire_auth {
+            FireAuth::Ready(v) => v,
+            FireAuth::NotConfigured => return Err(FireTokenRejection::NotConfigured),
+            FireAuth::Broken(e) => return Err(FireTokenRejection::Misconfigured(e.clone())),
         };
-        Ok(Some(Self { source, audience, issuer }))
+        verifier.verify(token.trim(), s.app.clock.now(), s.app.store.as_ref()).await.map(FireToken).map_err(FireTokenRejection::Invalid)
     }
-
-    /// The verifier for this configuration, cached for the process (JWKS cache included).
-    pub fn shared(cfg: &Loaded) -> Result<Option<Arc<Self>>, String> {
-        static CACHE: OnceLock<Mutex<HashMap<String, Arc<FireVerifier>>>> = OnceLock::new();
-        let c = &cfg.settings.cron.chronos;
-        let fp = format!("{}|{}|{}|{}|{}", c.jwks_url, c.public_key_pem, c.expected_audience, instance_id(cfg), c.portal_url);
-        let map = CACHE.get_or_init(Default::default);
-        if let Some(v) = map.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&fp) {
-            return Ok(Some(v.clone()));
-        }
-        let Some(v) = Self::from_config(cfg)? else { return Ok(None) };
-        let v = Arc::new(v);
-        map.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(fp, v.clone());
-        Ok(Some(v))
-    }
-
-    async fn key_for(&self, kid: Option<&str>) -> Result<(DecodingKey, Family), String> {
-        let (url, cache) = match &self.source {
-            Source::Pem(k, f) => return Ok((k.clone(), *f)),
-            Source::Jwks { url, cache } => (url, cache),
-        };
-        let mut c = cache.lock().await;
-        let stale = c.fetched.is_none_or(|t| t.elapsed() > JWKS_MAX_AGE);
-        let unknown = c.set.as_ref().is_none_or(|s| find(s, kid).is_none());
-        let may_refresh = c.last_attempt.is_none_or(|t| t.elapsed() >= JWKS_MIN_REFRESH);
-        if stale || (unknown && may_refresh) {
-            c.last_attempt = Some(Instant::now());
-            match crate::clients::jwks::fetch(url).await {
-                Ok(set) => {
-                    c.set = Some(set);
-                    c.fetched = Some(Instant::now());
-                }
-                Err(e) => tracing::warn!(error = %e, "could not refresh the fire-token JWKS"),
-            }
-        }
-        let set = c.set.as_ref().ok_or("no JWKS available")?;
-        let jwk = find(set, kid).ok_or("unknown kid")?;
-        let family = match &jwk.algorithm {
-            AlgorithmParameters::RSA(_) => Family::Rsa,
-            AlgorithmParameters::EllipticCurve(_) => Family::Ec,
-            AlgorithmParameters::OctetKeyPair(_) => Family::Ed,
-            AlgorithmParameters::OctetKey(_) => return Err("symmetric keys are not accepted".into()),
-        };
-        Ok((DecodingKey::from_jwk(jwk).map_err(|e| e.to_string())?, family))
-    }
-
-    /// Verifies a token for a fire of `job_id` at `now`; the `jti` (if any) is consumed in the
-    /// store. Returns the claims, or the (log-only) reason.
-    pub async fn verify(&self, token: &str, job_id: &str, now: DateTime<Utc>, store: &dyn Store) -> Result<Value, String> {
-        let header = decode_header(token).map_err(|e| format!("bad header: {e}"))?;
-        let (key, family) = self.key_for(header.kid.as_deref()).await?;
-        let mut v = Validation::new(header.alg);
-        v.algorithms = family.algorithms();
-        v.validate_exp = false;
-        v.validate_nbf = false;
-        v.set_audience(&[&self.audience]);
-        let mut required = vec!["exp", "aud"];
-        if let Some(iss) = &self.issuer {
-            v.set_issuer(&[iss]);
-            required.push("iss");
-        }
-        v.set_required_spec_claims(&required);
-        let claims = decode::<Value>(token, &key, &v).map_err(|e| format!("rejected: {e}"))?.claims;
-        check_claims(&claims, job_id, now)?;
-        if let Some(jti) = claims.get("jti").and_then(Value::as_str) {
-            let exp = claims["exp"].as_i64().unwrap_or_default() + LEEWAY_SECS;
-            let until = DateTime::from_timestamp(exp, 0).unwrap_or(now);
-            if !store.use_once(&format!("jti:{jti}"), until, now).await.map_err(|e| format!("jti store: {e}"))? {
-                return Err("replayed jti".into());
-            }
-        }
-        Ok(claims)
-    }
-}
-
-fn find<'a>(set: &'a JwkSet, kid: Option<&str>) -> Option<&'a jsonwebtoken::jwk::Jwk> {
-    match kid {
-        Some(k) => set.find(k),
-        None if set.keys.len() == 1 => set.keys.first(),
-        None => None,
-    }
-}
-
-/// The instance id: `cron.chronos.instance_id`, else `hermes-zero`.
-pub fn instance_id(cfg: &Loaded) -> String {
-    let id = &cfg.settings.cron.chronos.instance_id;
-    if id.is_empty() { "hermes-zero".into() } else { id.clone() }
-}
-
-/// Time, lifetime, purpose and job binding checks.
-fn check_claims(c: &Value, job_id: &str, now: DateTime<Utc>) -> Result<(), String> {
-    let now = now.timestamp();
-    let exp = c["exp"].as_i64().ok_or("exp missing")?;
-    let iat = c["iat"].as_i64().ok_or("iat missing")?;
-    if now > exp + LEEWAY_SECS {
-        return Err("expired".into());
-    }
-    if let Some(nbf) = c.get("nbf").and_then(Value::as_i64)
-        && nbf > now + LEEWAY_SECS
-    {
-        return Err("not yet valid".into());
-    }
-    if iat > now + LEEWAY_SECS {
-        return Err("issued in the future".into());
-    }
-    if exp - iat > MAX_LIFETIME_SECS {
-        return Err("lifetime over 600 s".into());
-    }
-    if c.get("purpose").and_then(Value::as_str) != Some("cron_fire") {
-        return Err("purpose is not cron_fire".into());
-    }
-    if let Some(j) = c.get("job_id")
-        && j.as_str() != Some(job_id)
-    {
-        return Err("job_id does not match".into());
-    }
-    Ok(())
 }

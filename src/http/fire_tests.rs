@@ -24,6 +24,8 @@ const ISS: &str = "https://nas.test";
 
 struct Kit {
     app: App,
+    /// Built once, as at wiring time: the verifier (and its JWKS cache) lives in it.
+    state: Arc<crate::http::HttpState>,
     llm: Arc<CountingLlm>,
     now: DateTime<Utc>,
 }
@@ -37,7 +39,8 @@ async fn kit(key_source: &str) -> Kit {
     let mut j = crate::store::conformance::sample_job("j1", Some(now));
     j.deliver = vec!["local".into()];
     app.store.put_job(&j).await.unwrap();
-    Kit { app, llm, now }
+    let state = crate::test_support::http_state(app.clone(), None, "chronos");
+    Kit { app, state, llm, now }
 }
 
 fn claims(k: &Kit) -> Value {
@@ -65,8 +68,7 @@ async fn fire(k: &Kit, token: Option<&str>, job: &str) -> (u16, Value) {
         rq = rq.header("authorization", format!("Bearer {t}"));
     }
     let body = json!({"job_id": job, "fire_at": "2026-12-01T08:00:00Z"}).to_string();
-    let state = crate::test_support::http_state(k.app.clone(), None, "chronos");
-    let resp = router(state).oneshot(rq.body(Body::from(body)).unwrap()).await.unwrap();
+    let resp = router(k.state.clone()).oneshot(rq.body(Body::from(body)).unwrap()).await.unwrap();
     let status = resp.status().as_u16();
     (status, serde_json::from_slice(&to_bytes(resp.into_body(), usize::MAX).await.unwrap()).unwrap_or(Value::Null))
 }
@@ -183,14 +185,18 @@ async fn jwks_keys_are_selected_by_kid_and_unknown_kids_refused() {
 }
 
 #[tokio::test]
-async fn bad_bodies_are_400() {
+async fn bad_bodies_are_400_with_a_valid_token_and_401_without() {
     let k = kit(&format!("public_key_pem: {FIX}rsa_public.pem")).await;
-    let state = crate::test_support::http_state(k.app.clone(), None, "chronos");
     for body in ["{", "{}", r#"{"job_id":""}"#, r#"{"job_id":"j1","fire_at":"yesterday"}"#] {
-        let rq = Request::post("/api/cron/fire").header("content-type", "application/json").body(Body::from(body)).unwrap();
-        let resp = router(state.clone()).oneshot(rq).await.unwrap();
-        assert_eq!(resp.status().as_u16(), 400, "{body}");
+        let post = || Request::post("/api/cron/fire").header("content-type", "application/json");
+        // The token is checked before the body is read: without one, 401 whatever the body.
+        let resp = router(k.state.clone()).oneshot(post().body(Body::from(body)).unwrap()).await.unwrap();
+        assert_eq!(resp.status().as_u16(), 401, "no token: {body}");
+        let rq = post().header("authorization", format!("Bearer {}", rsa_token(&claims(&k)))).body(Body::from(body)).unwrap();
+        let resp = router(k.state.clone()).oneshot(rq).await.unwrap();
+        assert_eq!(resp.status().as_u16(), 400, "valid token: {body}");
     }
+    assert_eq!(k.llm.calls(), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -30,7 +30,13 @@ fn state() -> Arc<HttpState> {
         timers: Arc::new(crate::ports::PollingTimers),
         tools: Arc::new(crate::app::tools::builtin()),
     };
-    Arc::new(HttpState { app, channels, api_key: Some(SecretString::from("k1".to_string())), provider: "builtin".into() })
+    Arc::new(HttpState {
+        app,
+        channels,
+        api_key: Some(SecretString::from("k1".to_string())),
+        provider: "builtin".into(),
+        fire_auth: crate::app::fire_token::FireAuth::NotConfigured,
+    })
 }
 
 async fn call(req: Request<Body>) -> (StatusCode, Value) {

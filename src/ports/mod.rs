@@ -10,11 +10,13 @@
 //! - `timers`: [`Timers`], whoever wakes the process for a job's next occurrence.
 
 mod delivery;
+mod keys;
 mod llm;
 mod store;
 mod timers;
 
 pub use delivery::{Delivery, DeliveryError, Target};
+pub use keys::JwksSource;
 pub use llm::{ChatRequest, ChatResponse, Llm, LlmError, ToolSpec};
 pub use store::{
     Appended, Claim, InboundId, JobStore, LedgerStore, MetaStore, QueueStore, QueuedItem, SessionChange, SessionStore, Store, StoreError,

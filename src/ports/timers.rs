@@ -35,6 +35,10 @@ pub trait Timers: Send + Sync {
     /// Which provider this is.
     fn provider(&self) -> TimerProvider;
 
+    /// Tells the provider what its timers should call (the Lambda entry passes its own ARN from
+    /// the invocation context). Providers that need no such target ignore it.
+    fn learn_target(&self, _target: &str) {}
+
     /// Makes the provider's timer for `job` match `job.next_run_at` (cancels when the job is
     /// not armed).
     async fn arm(&self, job: &Job) -> Result<(), TimerError>;

@@ -19,7 +19,6 @@
 //! Knows the Lambda event shapes and runtime protocol; the use cases know nothing of Lambda.
 
 use crate::app::{App, FireStatus};
-use crate::clients::eventbridge;
 use crate::config::{Env, load_settings};
 use crate::http::{HttpState, router};
 use axum::Router;
@@ -100,7 +99,13 @@ async fn run() -> ExitCode {
         tracing::warn!("API_SERVER_KEY is not set: /api/* refuses every request");
     }
     cold_start(&app).await;
-    let state = Arc::new(HttpState { app: app.clone(), channels, api_key, provider: app.timers.provider().as_str().into() });
+    let state = Arc::new(HttpState {
+        app: app.clone(),
+        channels,
+        api_key,
+        provider: app.timers.provider().as_str().into(),
+        fire_auth: crate::app::fire_token::FireAuth::from_config(&app.cfg, Arc::new(crate::clients::jwks::HttpJwks::default())),
+    });
     let handler = Handler { app: app.clone(), router: router(state) };
     let runtime = Runtime::new(service_fn(move |ev: LambdaEvent<Value>| handler.clone().handle(ev)))
         .layer(TracingLayer::new())
@@ -180,7 +185,7 @@ impl Handler {
 
     async fn handle_event(self, ev: LambdaEvent<Value>) -> Result<Value, lambda_runtime::Error> {
         let LambdaEvent { payload, context } = ev;
-        eventbridge::learn_function_arn(&context.invoked_function_arn);
+        self.app.timers.learn_target(&context.invoked_function_arn);
         if let Some(fire) = payload.get(FIRE_KEY) {
             return self.fire(fire.clone()).await;
         }

@@ -54,7 +54,13 @@ pub async fn run(listener: TcpListener, wired: Wired, shutdown: impl Future<Outp
     let Wired { app, channels } = wired;
     let key = api_key(&app)?;
     let addr = listener.local_addr()?;
-    let state = Arc::new(HttpState { app: app.clone(), channels, api_key: Some(key), provider: app.timers.provider().as_str().into() });
+    let state = Arc::new(HttpState {
+        app: app.clone(),
+        channels,
+        api_key: Some(key),
+        provider: app.timers.provider().as_str().into(),
+        fire_auth: crate::app::fire_token::FireAuth::from_config(&app.cfg, Arc::new(crate::clients::jwks::HttpJwks::default())),
+    });
     match app.sync_jobs_file().await {
         Ok(r) if !(r.created.is_empty() && r.updated.is_empty() && r.disabled.is_empty()) => {
             tracing::info!(file = %r.file, created = r.created.len(), updated = r.updated.len(), disabled = r.disabled.len(), "jobs.json synced")

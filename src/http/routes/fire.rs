@@ -6,10 +6,10 @@ use crate::config::FireMode;
 use crate::http::HttpState;
 use crate::http::error::ApiError;
 use crate::http::extract::JsonBody;
-use crate::http::fire_auth::FireVerifier;
+use crate::http::fire_auth::{FireToken, FireTokenRejection};
 use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
@@ -25,10 +25,6 @@ pub struct FireBody {
     fire_at: Option<String>,
 }
 
-fn invalid() -> ApiError {
-    ApiError::new(StatusCode::UNAUTHORIZED, "invalid fire token")
-}
-
 /// Maps a fire result to the CONTRACT §3 body.
 pub fn status_body(s: &FireStatus) -> Value {
     match s {
@@ -39,34 +35,23 @@ pub fn status_body(s: &FireStatus) -> Value {
     }
 }
 
-/// Handles one fire callback.
-pub async fn fire(State(s): State<Arc<HttpState>>, headers: HeaderMap, JsonBody(body): JsonBody<FireBody>) -> Result<Response, ApiError> {
+/// Handles one fire callback. The token is verified (and its `jti` spent) before the body
+/// is read: without a valid token the answer is 401 whatever the body.
+pub async fn fire(
+    State(s): State<Arc<HttpState>>,
+    FireToken(claims): FireToken,
+    JsonBody(body): JsonBody<FireBody>,
+) -> Result<Response, ApiError> {
     let bad = |m: &str| ApiError::new(StatusCode::BAD_REQUEST, m);
     let job_id = body.job_id.filter(|j| !j.is_empty()).ok_or_else(|| bad("`job_id` is required"))?;
+    if !claims.allows(&job_id) {
+        tracing::warn!(%job_id, "fire token rejected: its job_id does not match the body");
+        return Err(FireTokenRejection::response());
+    }
     let fire_at = match body.fire_at.as_deref() {
         None | Some("") => None,
         Some(t) => Some(DateTime::parse_from_rfc3339(t).map_err(|_| bad("`fire_at` must be an RFC 3339 time"))?.with_timezone(&Utc)),
     };
-    let token = headers
-        .get(axum::http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .ok_or_else(invalid)?;
-    let verifier = match FireVerifier::shared(&s.app.cfg) {
-        Ok(Some(v)) => v,
-        Ok(None) => {
-            tracing::warn!("fire callback refused: no cron.chronos.jwks_url or public_key_pem configured");
-            return Err(invalid());
-        }
-        Err(e) => {
-            tracing::error!(error = %e, "fire callback refused: bad key configuration");
-            return Err(invalid());
-        }
-    };
-    if let Err(reason) = verifier.verify(token.trim(), &job_id, s.app.clock.now(), s.app.store.as_ref()).await {
-        tracing::warn!(%job_id, %reason, "fire token rejected");
-        return Err(invalid());
-    }
     if s.app.cfg.settings.cron.chronos.fire_mode == FireMode::Async {
         let app = s.app.clone();
         tokio::spawn(async move {

@@ -231,8 +231,13 @@ mod tests {
                 timers: Arc::new(crate::ports::PollingTimers),
                 tools: Arc::new(crate::app::tools::builtin()),
             };
-            let state =
-                Arc::new(HttpState { app, channels, api_key: Some(SecretString::from("k1".to_string())), provider: "builtin".into() });
+            let state = Arc::new(HttpState {
+                app,
+                channels,
+                api_key: Some(SecretString::from("k1".to_string())),
+                provider: "builtin".into(),
+                fire_auth: crate::app::fire_token::FireAuth::NotConfigured,
+            });
             Self { state, home }
         }
 
