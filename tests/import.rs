@@ -1,7 +1,9 @@
 //! Black-box tests of `hermes-zero import`: a Hermes home with a real `state.db` in Hermes'
 //! schema (3 sessions), 2 jobs, a skill in a category folder, memory files, SOUL.md and a
 //! `.env`; the import, its idempotence, and refusals of corrupt, other-version and locked
-//! state.db files (nothing imported).
+//! state.db files (nothing imported). The imported sessions are checked through the CLI
+//! and through `serve`'s `GET /api/sessions` (the dashboard's view), into SQLite and, when
+//! `HZ_MOTO_ENDPOINT` is set and the build has `--features aws`, into DynamoDB.
 
 #![allow(clippy::unwrap_used)]
 
@@ -90,11 +92,12 @@ fn import(home: &TempHome, src: &std::path::Path) -> std::process::Output {
     cli(home.path(), &["import", src.to_str().unwrap(), "--json"], &[])
 }
 
-#[test]
-fn a_hermes_home_imports_once_with_ids_titles_times_and_order() {
-    let src = hermes_home();
-    let home = TempHome::new("import-dst");
-    let o = import(&home, src.path());
+/// Imports `hermes_home()` into `home` (whose store `envs` choose) and checks everything the
+/// import must show: counts, files, `sessions list`/`show` (ids, titles, times, order), the
+/// synced jobs, and that a second run adds nothing.
+fn imports_once(home: &std::path::Path, src: &std::path::Path, envs: &[(&str, &str)]) {
+    let run = |args: &[&str]| cli(home, args, envs);
+    let o = run(&["import", src.to_str().unwrap(), "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let counts: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
     assert_eq!(counts, json!({"sessions": 3, "messages": 7, "jobs": 2, "skills": 1, "memory_entries": 3}));
@@ -102,14 +105,14 @@ fn a_hermes_home_imports_once_with_ids_titles_times_and_order() {
     let err = stderr(&o);
     assert!(err.contains("OPENROUTER_API_KEY") && err.contains("TELEGRAM_BOT_TOKEN"), "{err}");
     assert!(!err.contains("very-secret") && !stdout(&o).contains("very-secret"));
-    assert!(!home.path().join(".env").exists());
+    assert!(!home.join(".env").exists());
     // Files.
-    assert_eq!(std::fs::read_to_string(home.path().join("SOUL.md")).unwrap(), "You are Hermes.\n");
-    assert!(home.path().join("skills/news/SKILL.md").is_file() && home.path().join("skills/news/references/sources.md").is_file());
-    assert!(!home.path().join("skills/.hub").exists());
-    assert!(home.path().join("memories/MEMORY.md").is_file() && home.path().join("memories/USER.md").is_file());
+    assert_eq!(std::fs::read_to_string(home.join("SOUL.md")).unwrap(), "You are Hermes.\n");
+    assert!(home.join("skills/news/SKILL.md").is_file() && home.join("skills/news/references/sources.md").is_file());
+    assert!(!home.join("skills/.hub").exists());
+    assert!(home.join("memories/MEMORY.md").is_file() && home.join("memories/USER.md").is_file());
     // Sessions: listed with their ids and titles.
-    let list: Vec<Value> = serde_json::from_str(&stdout(&cli(home.path(), &["sessions", "list", "--json"], &[]))).unwrap();
+    let list: Vec<Value> = serde_json::from_str(&stdout(&run(&["sessions", "list", "--json"]))).unwrap();
     let mut ids: Vec<(&str, &Value)> = list.iter().map(|e| (e["session_id"].as_str().unwrap(), &e["title"])).collect();
     ids.sort_by_key(|p| p.0);
     assert_eq!(
@@ -121,11 +124,10 @@ fn a_hermes_home_imports_once_with_ids_titles_times_and_order() {
         ]
     );
     assert!(list.iter().any(|e| e["session_key"] == "agent:main:telegram:dm:imported-20260101_100000_a1b2c3d4"));
-    let text = stdout(&cli(home.path(), &["sessions", "list"], &[]));
+    let text = stdout(&run(&["sessions", "list"]));
     assert!(text.contains("Trip planning") && text.contains("20260102_090000_beef01"), "{text}");
     // A transcript in Hermes' order, with the tool call and its result; times kept.
-    let show: Value =
-        serde_json::from_str(&stdout(&cli(home.path(), &["sessions", "show", "20260101_100000_a1b2c3d4", "--json"], &[]))).unwrap();
+    let show: Value = serde_json::from_str(&stdout(&run(&["sessions", "show", "20260101_100000_a1b2c3d4", "--json"]))).unwrap();
     let roles: Vec<&str> = show["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
     assert_eq!(roles, ["user", "assistant", "tool", "assistant"]);
     assert_eq!(show["messages"][0]["content"], "Where should I go in May?");
@@ -134,24 +136,114 @@ fn a_hermes_home_imports_once_with_ids_titles_times_and_order() {
     assert_eq!(show["messages"][3]["content"], "Lisbon is lovely in May.");
     assert_eq!(show["session"]["title"], "Trip planning");
     assert!(show["session"]["started_at"].as_str().unwrap().starts_with("2026-01-01T10:00:00.25"), "{}", show["session"]);
-    let cli_s: Value =
-        serde_json::from_str(&stdout(&cli(home.path(), &["sessions", "show", "20260102_090000_beef01", "--json"], &[]))).unwrap();
+    let cli_s: Value = serde_json::from_str(&stdout(&run(&["sessions", "show", "20260102_090000_beef01", "--json"]))).unwrap();
     assert_eq!(cli_s["session"]["end_reason"], "new_session");
     // Jobs synced: the skill bound once.
-    let jobs: Vec<Value> = serde_json::from_str(&stdout(&cli(home.path(), &["cron", "list", "--all", "--json"], &[]))).unwrap();
+    let jobs: Vec<Value> = serde_json::from_str(&stdout(&run(&["cron", "list", "--all", "--json"]))).unwrap();
     assert_eq!(jobs.len(), 2, "{jobs:?}");
     assert_eq!(jobs.iter().find(|j| j["id"] == "a1b2c3").unwrap()["skills"], json!(["news"]));
     // A second run adds nothing.
-    let o = import(&home, src.path());
+    let o = run(&["import", src.to_str().unwrap(), "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let again: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
     assert_eq!(again, json!({"sessions": 0, "messages": 0, "jobs": 0, "skills": 0, "memory_entries": 0}));
-    let show2: Value =
-        serde_json::from_str(&stdout(&cli(home.path(), &["sessions", "show", "20260101_100000_a1b2c3d4", "--json"], &[]))).unwrap();
+    let show2: Value = serde_json::from_str(&stdout(&run(&["sessions", "show", "20260101_100000_a1b2c3d4", "--json"]))).unwrap();
     assert_eq!(show2["messages"].as_array().unwrap().len(), 4);
+    let list2: Vec<Value> = serde_json::from_str(&stdout(&run(&["sessions", "list", "--json"]))).unwrap();
+    assert_eq!(list2.len(), 3, "{list2:?}");
     // The plain output prints the counts.
-    let o = cli(home.path(), &["import", src.path().to_str().unwrap()], &[]);
+    let o = run(&["import", src.to_str().unwrap()]);
     assert!(o.status.success() && stdout(&o).contains("sessions:       0 (0 messages)"), "{}", stdout(&o));
+}
+
+/// The dashboard's view of the imported home: `GET /api/sessions` lists the three sessions,
+/// `GET /api/sessions/{id}` has the record and the transcript in order.
+async fn dashboard_shows_the_import(home: &std::path::Path, envs: &[(&str, &str)]) {
+    let gw = Gateway::start(home, envs);
+    let (s, list) = gw.get("/api/sessions").await;
+    assert_eq!(s, 200, "{list}");
+    let mut ids: Vec<(&str, &str)> =
+        list["sessions"].as_array().unwrap().iter().map(|e| (e["session_id"].as_str().unwrap(), e["platform"].as_str().unwrap())).collect();
+    ids.sort();
+    assert_eq!(ids, [("20260101_100000_a1b2c3d4", "telegram"), ("20260102_090000_beef01", "cli"), ("cron_a1b2c3_20260103_080000", "cron")]);
+    // Most recent first, as the dashboard lists them.
+    assert_eq!(list["sessions"][0]["session_id"], "cron_a1b2c3_20260103_080000");
+    let (s, show) = gw.get("/api/sessions/20260101_100000_a1b2c3d4").await;
+    assert_eq!(s, 200, "{show}");
+    assert_eq!(show["session"]["title"], "Trip planning");
+    let contents: Vec<&Value> = show["messages"].as_array().unwrap().iter().map(|m| &m["content"]).collect();
+    assert_eq!(contents, [&json!("Where should I go in May?"), &json!(""), &json!("sunny, 24C"), &json!("Lisbon is lovely in May.")]);
+    assert_eq!(show["messages"][1]["tool_calls"][0]["name"], "web_search");
+    let (s, cron) = gw.get("/api/sessions/cron_a1b2c3_20260103_080000").await;
+    assert_eq!((s, &cron["session"]["end_reason"]), (200, &json!("cron_complete")), "{cron}");
+    assert_eq!(user_texts(&cron), ["brief me"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hermes_home_imports_once_with_ids_titles_times_and_order() {
+    let src = hermes_home();
+    let home = TempHome::new("import-dst");
+    tokio::task::block_in_place(|| imports_once(home.path(), src.path(), &[]));
+    dashboard_shows_the_import(home.path(), &[]).await;
+}
+
+/// The same Hermes home into the DynamoDB store on the local DynamoDB-API server (moto), then
+/// a session of 250 messages added to the Hermes home since: more than one DynamoDB
+/// transaction holds, so it lands in several writes, in order. Needs `HZ_MOTO_ENDPOINT`
+/// (scripts/test.sh starts moto) and `--features aws`; skipped without it.
+#[cfg(feature = "aws")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hermes_home_imports_into_dynamodb() {
+    let Ok(moto) = std::env::var("HZ_MOTO_ENDPOINT") else {
+        println!("dynamodb import skipped: HZ_MOTO_ENDPOINT not set (scripts/test.sh starts moto)");
+        return;
+    };
+    let table = format!("hz-import-{:08x}", rand::random::<u32>());
+    let envs = [
+        ("HERMES_STORE", "dynamodb"),
+        ("HERMES_DYNAMODB_TABLE", table.as_str()),
+        ("AWS_ENDPOINT_URL_DYNAMODB", moto.as_str()),
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+        ("AWS_REGION", "us-east-1"),
+    ];
+    let src = hermes_home();
+    let home = TempHome::new("import-ddb");
+    tokio::task::block_in_place(|| {
+        let created = cli(home.path(), &["doctor", "--create-table"], &envs);
+        assert!(stdout(&created).contains(&format!("created DynamoDB table {table}")), "{}{}", stdout(&created), stderr(&created));
+        imports_once(home.path(), src.path(), &envs);
+        // Nothing went to a SQLite file by mistake.
+        assert!(!home.path().join("state.db").exists());
+    });
+    dashboard_shows_the_import(home.path(), &envs).await;
+    // Hermes went on and had a long conversation; it imports on the next run, whole and in order.
+    let long = "20260104_120000_f00d42";
+    {
+        let c = Connection::open(src.path().join("state.db")).unwrap();
+        session(&c, long, "discord", Some("Long chat"), T0 + 3.0 * 86_400.0, None);
+        for i in (0..250).rev() {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            message(&c, long, role, Some(&format!("m{i:03}")), T0 + 3.0 * 86_400.0 + f64::from(i), (None, None), 1);
+        }
+    }
+    tokio::task::block_in_place(|| {
+        let o = cli(home.path(), &["import", src.path().to_str().unwrap(), "--json"], &envs);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let counts: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+        assert_eq!(counts, json!({"sessions": 1, "messages": 250, "jobs": 0, "skills": 0, "memory_entries": 0}));
+        let show: Value = serde_json::from_str(&stdout(&cli(home.path(), &["sessions", "show", long, "--json"], &envs))).unwrap();
+        let got: Vec<&str> = show["messages"].as_array().unwrap().iter().map(|m| m["content"].as_str().unwrap()).collect();
+        let want: Vec<String> = (0..250).map(|i| format!("m{i:03}")).collect();
+        assert_eq!(got, want);
+        assert_eq!(show["session"]["title"], "Long chat");
+        let o = cli(home.path(), &["import", src.path().to_str().unwrap(), "--json"], &envs);
+        let again: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+        assert_eq!(again, json!({"sessions": 0, "messages": 0, "jobs": 0, "skills": 0, "memory_entries": 0}));
+        let list: Vec<Value> = serde_json::from_str(&stdout(&cli(home.path(), &["sessions", "list", "--json"], &envs))).unwrap();
+        assert_eq!(list.len(), 4, "{list:?}");
+        assert_eq!(list[0]["session_id"], long, "most recent first");
+    });
 }
 
 /// `state.db` refusals: a clear error, exit 1, nothing imported (not even the files).

@@ -15,6 +15,30 @@ use std::path::Path;
 /// Messages per store write: DynamoDB allows 100 items per transaction (entry, record and
 /// counter included).
 const CHUNK: usize = 90;
+/// Encoded message bytes per store write: DynamoDB allows 4 MB per transaction, and Hermes
+/// transcripts often hold long tool results, so 90 messages can be far more than that.
+const CHUNK_BYTES: usize = 3_000_000;
+/// What one stored message costs beyond its JSON (keys, attribute names).
+const ITEM_OVERHEAD: usize = 200;
+
+/// Splits `messages` into store writes of at most [`CHUNK`] messages and [`CHUNK_BYTES`]
+/// (one larger message goes alone), in order.
+fn chunks(messages: &[Message]) -> Vec<&[Message]> {
+    let mut out = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, m) in messages.iter().enumerate() {
+        let size = serde_json::to_string(m).map_or(0, |j| j.len()) + ITEM_OVERHEAD;
+        if i > start && (i - start == CHUNK || bytes + size > CHUNK_BYTES) {
+            out.push(&messages[start..i]);
+            (start, bytes) = (i, 0);
+        }
+        bytes += size;
+    }
+    if start < messages.len() {
+        out.push(&messages[start..]);
+    }
+    out
+}
 
 /// What importing one session did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,7 +65,8 @@ pub fn imported_key(s: &ImportedSession) -> Result<(SessionKey, Origin), AppErro
 impl App {
     /// Imports one session with its transcript, keeping id, title, times and order. Does
     /// nothing if a session with that id exists. Long transcripts are appended in chunks
-    /// first; the entry and record are written last, with the final chunk, in one write.
+    /// (by count and by size) first; the entry and record are written last, with the final
+    /// chunk, in one write.
     pub async fn import_session(&self, s: &ImportedSession, messages: &[Message]) -> Result<SessionImport, AppError> {
         let id = SessionId::parse(&s.id).map_err(|e| AppError::BadRequest(format!("session `{}`: {e}", s.id)))?;
         if self.store.get_session(&id).await?.is_some() {
@@ -50,9 +75,9 @@ impl App {
         let (key, origin) = imported_key(s)?;
         // A previous run may have stopped after some chunks: resume after what is there.
         let done = usize::try_from(self.store.count_messages(&id).await?).unwrap_or(usize::MAX).min(messages.len());
-        let rest = &messages[done..];
-        let (early, last) = rest.split_at(rest.len().saturating_sub(CHUNK));
-        for chunk in early.chunks(CHUNK) {
+        let mut parts = chunks(&messages[done..]);
+        let last = parts.pop().unwrap_or_default();
+        for chunk in parts {
             self.store.append_messages(&id, chunk, None).await?;
         }
         let last_at = messages.last().map(|m| m.at).into_iter().chain(s.ended_at).chain([s.started_at]).max().unwrap_or(s.started_at);
@@ -245,6 +270,22 @@ mod tests {
         assert_eq!(e[0].updated_at, msgs[199].at);
         let (bad, m) = session("not an id", 1);
         assert!(matches!(app.import_session(&bad, &m).await, Err(AppError::BadRequest(_))));
+    }
+
+    #[test]
+    fn chunks_hold_at_most_90_messages_and_3_mb_in_order() {
+        let (_, small) = session("20260101_100000_abcdef", 200);
+        let sizes: Vec<usize> = chunks(&small).iter().map(|c| c.len()).collect();
+        assert_eq!(sizes, [90, 90, 20]);
+        assert!(chunks(&[]).is_empty());
+        // 40 tool results of 200 kB each: 8 MB of transcript, 14 per write; a 5 MB one alone.
+        let (_, mut big) = session("20260101_100000_abcdef", 40);
+        big.iter_mut().for_each(|m| m.content = "x".repeat(200_000));
+        big[20].content = "y".repeat(5_000_000);
+        let parts = chunks(&big);
+        let sizes: Vec<usize> = parts.iter().map(|c| c.len()).collect();
+        assert_eq!(sizes, [14, 6, 1, 14, 5]);
+        assert_eq!(parts.concat(), big);
     }
 
     #[test]
