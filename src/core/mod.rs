@@ -13,6 +13,7 @@ pub mod prompt;
 pub mod queue;
 pub mod recovery;
 pub mod reset;
+pub mod run;
 pub mod schedule;
 pub mod session;
 pub mod text;
