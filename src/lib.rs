@@ -16,7 +16,7 @@
 //! - [`app`]: use cases written against ports only — `handle_inbound` (commands, lease,
 //!   queue, turn), recovery sweeps and clean shutdown, the one fire path, job management,
 //!   and the agent's tools (`app::tools`: the `Tool` trait, one file per tool, and the
-//!   registry the turn loop asks; `docs/adding-a-tool.md`).
+//!   registry the turn loop asks; `docs/design.md#add-tool`).
 //! - [`store`]: store adapters — SQLite (always), DynamoDB (feature `aws`, `docs/dynamodb.md`),
 //!   and the conformance suite every adapter passes.
 //! - [`channels`]: the chat platforms (Telegram, Discord) behind one `Channel` trait —

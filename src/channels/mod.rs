@@ -8,7 +8,7 @@
 //! app's `Delivery` port (replies and job output go out through it, with retries).
 //!
 //! Adding a platform is one folder here plus one line in [`Channels::from_config`]; see
-//! `docs/adding-a-channel.md`. Knows platform wire formats and HTTP status codes; knows no
+//! `docs/design.md#add-channel`. Knows platform wire formats and HTTP status codes; knows no
 //! session rule (those live in `app` and `core`) and no axum router (that is `http`'s).
 
 pub mod api;

@@ -7,7 +7,7 @@
 //! never as a failed turn.
 //!
 //! Must not know: the turn loop (it only sees the registry), transports or adapters.
-//! How to add one: docs/adding-a-tool.md.
+//! How to add one: docs/design.md#add-tool.
 
 mod cronjob;
 mod current_time;

@@ -213,7 +213,7 @@ async fn the_turn_records_each_call_with_its_duration() {
     assert_eq!(serde_json::from_value::<Message>(old).unwrap().duration_ms, None, "old records decode");
 }
 
-/// The example of docs/adding-a-tool.md, kept compiling here.
+/// The example of docs/design.md#add-tool, kept compiling here.
 struct Echo;
 
 #[derive(serde::Deserialize)]
