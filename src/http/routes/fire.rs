@@ -2,7 +2,6 @@
 //! token`, no detail), then the shared fire path; sync by default, 202 in async mode.
 
 use crate::app::FireStatus;
-use crate::config::FireMode;
 use crate::http::HttpState;
 use crate::http::error::ApiError;
 use crate::http::extract::JsonBody;
@@ -52,7 +51,7 @@ pub async fn fire(State(s): State<Arc<HttpState>>, headers: HeaderMap, JsonBody(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .ok_or_else(invalid)?;
-    let verifier = match FireVerifier::shared(&s.app.cfg) {
+    let verifier = match FireVerifier::shared(s.app.loaded()) {
         Ok(Some(v)) => v,
         Ok(None) => {
             tracing::warn!("fire callback refused: no cron.chronos.jwks_url or public_key_pem configured");
@@ -63,19 +62,19 @@ pub async fn fire(State(s): State<Arc<HttpState>>, headers: HeaderMap, JsonBody(
             return Err(invalid());
         }
     };
-    if let Err(reason) = verifier.verify(token.trim(), &job_id, s.app.clock.now(), s.app.store.as_ref()).await {
+    if let Err(reason) = verifier.verify(token.trim(), &job_id, s.app.now(), s.app.token_ledger()).await {
         tracing::warn!(%job_id, %reason, "fire token rejected");
         return Err(invalid());
     }
-    if s.app.cfg.settings.cron.chronos.fire_mode == FireMode::Async {
+    if s.app.jobs().fires_async() {
         let app = s.app.clone();
         tokio::spawn(async move {
-            if let Err(e) = app.fire(&job_id, fire_at, "chronos").await {
+            if let Err(e) = app.jobs().fire(&job_id, fire_at, "chronos").await {
                 tracing::error!(%job_id, error = %e, "async fire failed");
             }
         });
         return Ok((StatusCode::ACCEPTED, Json(json!({"status": "accepted"}))).into_response());
     }
-    let status = s.app.fire(&job_id, fire_at, "chronos").await?;
+    let status = s.app.jobs().fire(&job_id, fire_at, "chronos").await?;
     Ok(Json(status_body(&status)).into_response())
 }
