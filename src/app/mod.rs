@@ -1,5 +1,10 @@
 //! Use cases, written against the ports only: `handle_inbound` (a chat message), the agent
-//! turn, and (in later modules) fires, recovery and ticks.
+//! turn, fires, job management, recovery and ticks.
+//!
+//! Transports see [`App`] only as a handle handing out three services (`services/`):
+//! [`Sessions`], [`Jobs`] and [`Recovery`]. The ports and settings live in one private
+//! `Inner` shared by all of them; the use-case code (`impl App` blocks in the sibling
+//! modules, and the tools) reaches them as `self.inner.*`.
 //!
 //! Knows no HTTP, SQL or vendor SDK: transports call in with parsed values, adapters are
 //! reached through `Arc<dyn Port>`.
@@ -24,7 +29,6 @@ mod turns;
 pub use fire::FireStatus;
 pub use inbound::{Inbound, Outcome, REFUSAL, ReplyPath};
 pub use jobs::{SKIPPED_JOBS_KEY, SyncReport};
-pub use recovery::Live;
 pub use services::{Jobs, Recovery, Reset, Sessions};
 pub use status::LAST_TICK_KEY;
 pub use tools::job_view;
@@ -61,7 +65,7 @@ pub(in crate::app) struct Inner {
     pub(in crate::app) clock: Arc<dyn Clock>,
     /// This process's live state (accepting flag, running turns). Never needed for
     /// correctness across processes: the store is the truth.
-    pub(in crate::app) live: Live,
+    pub(in crate::app) live: recovery::Live,
     /// The tools the agent may be offered; built once at wiring time.
     pub(in crate::app) tools: Arc<tools::ToolRegistry>,
 }
@@ -112,7 +116,7 @@ impl App {
     /// Builds the app from its parts (once per process, or per test).
     pub fn new(parts: Parts) -> Self {
         let Parts { cfg, home, store, llm, delivery, timers, clock, tools, owner } = parts;
-        let mut live = Live::default();
+        let mut live = recovery::Live::default();
         if let Some(owner) = owner {
             live.owner = owner;
         }
