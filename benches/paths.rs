@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use axum::body::Body;
 use axum::http::Request;
 use chrono::{DateTime, Utc};
-use hermes_zero::app::{App, Inbound, ReplyPath};
+use hermes_zero::app::{App, Inbound, Parts, ReplyPath};
 use hermes_zero::config::{Env, load_settings, parse_yaml};
 use hermes_zero::core::ids::{ChatType, Origin, SessionId, SessionKey};
 use hermes_zero::core::job::{Job, Occurrence, RunRecord};
@@ -181,17 +181,17 @@ fn app(dir: &std::path::Path) -> (App, Arc<Counting>) {
     let mut cfg = load_settings(dir, None, &Env::default()).unwrap();
     cfg.settings = settings;
     let store = Arc::new(Counting(Arc::new(SqliteStore::open(&dir.join("state.db")).unwrap()), AtomicU64::new(0)));
-    let app = App {
+    let app = App::new(Parts {
         cfg: Arc::new(cfg),
         home: dir.to_path_buf(),
         store: store.clone(),
         llm: Arc::new(Instant0),
         delivery: Arc::new(NoDelivery),
         clock: Arc::new(SystemClock),
-        live: Arc::default(),
         timers: Arc::new(PollingTimers),
         tools: Arc::new(hermes_zero::app::tools::builtin()),
-    };
+        owner: None,
+    });
     (app, store)
 }
 
@@ -225,13 +225,13 @@ fn msg(chat: &str, text: &str) -> Inbound {
 
 async fn message_path(dir: &std::path::Path) {
     let (app, store) = app(dir);
-    app.handle_inbound(msg("warm", "hi")).await.unwrap();
+    app.sessions().handle_inbound(msg("warm", "hi")).await.unwrap();
     let before = store.1.load(Ordering::Relaxed);
     let mut lat = Vec::new();
     let t0 = Instant::now();
     for i in 0..1000 {
         let t = Instant::now();
-        app.handle_inbound(msg("one", &format!("m{i}"))).await.unwrap();
+        app.sessions().handle_inbound(msg("one", &format!("m{i}"))).await.unwrap();
         lat.push(t.elapsed());
     }
     let calls = (store.1.load(Ordering::Relaxed) - before) as f64 / 1000.0;
@@ -244,7 +244,7 @@ async fn message_path(dir: &std::path::Path) {
             let mut l = Vec::new();
             for i in 0..10 {
                 let t = Instant::now();
-                app.handle_inbound(msg(&format!("c{c}"), &format!("m{i}"))).await.unwrap();
+                app.sessions().handle_inbound(msg(&format!("c{c}"), &format!("m{i}"))).await.unwrap();
                 l.push(t.elapsed());
             }
             l
@@ -259,20 +259,20 @@ async fn message_path(dir: &std::path::Path) {
 }
 
 async fn transcript_growth(dir: &std::path::Path) {
-    let (app, _) = app(dir);
+    let (app, store) = app(dir);
     for n in [10usize, 1000, 10_000] {
         let chat = format!("grow{n}");
-        let out = app.handle_inbound(msg(&chat, "seed")).await.unwrap();
+        let out = app.sessions().handle_inbound(msg(&chat, "seed")).await.unwrap();
         let id = SessionId::parse(&out.session_id).unwrap();
         let batch: Vec<Message> = (0..500).map(|i| Message::text(Role::User, format!("old {i}"), Utc::now())).collect();
         for _ in 0..n / 500 {
-            app.store.append_messages(&id, &batch, None).await.unwrap();
+            store.append_messages(&id, &batch, None).await.unwrap();
         }
         let mut lat = Vec::new();
         let t0 = Instant::now();
         for i in 0..100 {
             let t = Instant::now();
-            app.handle_inbound(msg(&chat, &format!("q{i}"))).await.unwrap();
+            app.sessions().handle_inbound(msg(&chat, &format!("q{i}"))).await.unwrap();
             lat.push(t.elapsed());
         }
         report(&format!("message turn, transcript of {n} messages"), lat, t0.elapsed());
@@ -296,7 +296,7 @@ async fn fire_path(dir: &std::path::Path, jobs: usize, concurrency: usize, label
     let (app, store) = app(dir);
     let at = DateTime::from_timestamp(Utc::now().timestamp() - 5, 0).unwrap();
     for i in 0..jobs {
-        app.store.put_job(&job(&format!("j{i}"), at)).await.unwrap();
+        store.put_job(&job(&format!("j{i}"), at)).await.unwrap();
     }
     let fires = jobs.min(1000);
     let tokens: Vec<(String, String)> = (0..fires).map(|i| (format!("j{i}"), token(&format!("j{i}")))).collect();

@@ -15,7 +15,8 @@
 //! - [`ports`]: the traits the app needs — `Store`, `Llm`, `Delivery`, `Timers`, `Clock`.
 //! - [`app`]: use cases written against ports only — `handle_inbound` (commands, lease,
 //!   queue, turn), recovery sweeps and clean shutdown, the one fire path, job management,
-//!   and the agent's tools (`app::tools`: the `Tool` trait, one file per tool, and the
+//!   offered to the edges as three services (`app.sessions()`, `app.jobs()`,
+//!   `app.recovery()`) over one private inner struct of ports and settings, and the agent's tools (`app::tools`: the `Tool` trait, one file per tool, and the
 //!   registry the turn loop asks; `docs/design.md#add-tool`).
 //! - [`store`]: store adapters — SQLite (always), DynamoDB (feature `aws`, `docs/dynamodb.md`),
 //!   and the conformance suite every adapter passes.

@@ -1,12 +1,14 @@
-//! Shared pieces of the in-process tests: an app on the real in-memory store with a manual
-//! clock, its HTTP state, and a model that counts its calls.
+//! Shared pieces of the in-process tests: the [`TestApp`] builder (an app on the real
+//! in-memory store with a manual clock), its HTTP state, and a model that counts its calls.
 
-use crate::app::App;
-use crate::config::{Env, load_settings, parse_yaml};
-use crate::ports::{ChatRequest, ChatResponse, Llm, LlmError, ManualClock};
+use crate::app::{App, Parts};
+use crate::clients::llm::offline::OfflineLlm;
+use crate::config::{Env, Loaded, load_settings, parse_yaml};
+use crate::ports::{ChatRequest, ChatResponse, Clock, Delivery, Llm, LlmError, ManualClock, Store};
 use crate::store::sqlite::SqliteStore;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -41,26 +43,107 @@ impl Llm for CountingLlm {
 
 /// The HTTP state over `app`, with a channel registry from the app's settings.
 pub fn http_state(app: App, api_key: Option<&str>, provider: &str) -> Arc<crate::http::HttpState> {
-    let channels = Arc::new(crate::channels::Channels::from_config(&app.cfg));
+    let channels = Arc::new(crate::channels::Channels::from_config(app.loaded()));
     let api_key = api_key.map(|k| secrecy::SecretString::from(k.to_string()));
-    let fire_auth = crate::app::fire_token::FireAuth::from_config(&app.cfg, Arc::new(crate::clients::jwks::HttpJwks::default()));
+    let fire_auth = crate::app::fire_token::FireAuth::from_config(app.loaded(), Arc::new(crate::clients::jwks::HttpJwks::default()));
     Arc::new(crate::http::HttpState { app, channels, api_key, provider: provider.into(), fire_auth })
 }
 
-/// An app with settings from `yaml` and secrets from `env`, the in-memory SQLite store, a
-/// manual clock at `now`, platform delivery from the same settings, and `llm`.
-pub fn app(yaml: &str, env: &Env, now: DateTime<Utc>, llm: Arc<dyn Llm>) -> App {
-    let mut loaded = load_settings(std::path::Path::new("/nonexistent"), None, env).unwrap();
-    loaded.settings = parse_yaml(yaml, "test").unwrap().0;
-    App {
-        delivery: Arc::new(crate::channels::Channels::from_config(&loaded)),
-        cfg: Arc::new(loaded),
-        home: "/nonexistent".into(),
-        store: Arc::new(SqliteStore::in_memory().unwrap()),
-        llm,
-        clock: Arc::new(ManualClock::new(now)),
-        live: Arc::default(),
-        timers: Arc::new(crate::ports::PollingTimers),
-        tools: Arc::new(crate::app::tools::builtin()),
+/// The one way tests build an [`App`]: settings from YAML over the defaults (its
+/// `timezone` included) and secrets from an [`Env`], the real in-memory SQLite store, a
+/// manual clock, the offline model, platform delivery from the same settings, the built-in
+/// tools and the built-in ticker. Each part can be replaced.
+pub struct TestApp {
+    home: PathBuf,
+    env: Env,
+    yaml: Option<String>,
+    now: DateTime<Utc>,
+    clock: Option<Arc<dyn Clock>>,
+    store: Option<Arc<dyn Store>>,
+    llm: Arc<dyn Llm>,
+    delivery: Option<Arc<dyn Delivery>>,
+}
+
+impl TestApp {
+    /// The defaults, with the manual clock at `now`.
+    pub fn new(now: DateTime<Utc>) -> Self {
+        Self {
+            home: "/nonexistent".into(),
+            env: Env::default(),
+            yaml: None,
+            now,
+            clock: None,
+            store: None,
+            llm: Arc::new(OfflineLlm),
+            delivery: None,
+        }
+    }
+
+    /// Settings from this YAML (instead of the defaults plus `env`).
+    pub fn yaml(mut self, yaml: &str) -> Self {
+        self.yaml = Some(yaml.to_string());
+        self
+    }
+
+    /// The environment settings and secrets are read from.
+    pub fn env(mut self, env: Env) -> Self {
+        self.env = env;
+        self
+    }
+
+    /// `$HERMES_HOME` (default: a path that does not exist).
+    pub fn home(mut self, home: impl Into<PathBuf>) -> Self {
+        self.home = home.into();
+        self
+    }
+
+    /// A clock the test holds (default: a manual clock at `now`).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// A store the test holds (default: a fresh in-memory SQLite store).
+    pub fn store(mut self, store: Arc<dyn Store>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// The model.
+    pub fn llm(mut self, llm: Arc<dyn Llm>) -> Self {
+        self.llm = llm;
+        self
+    }
+
+    /// Outbound delivery (default: the channel registry from the settings).
+    pub fn delivery(mut self, delivery: Arc<dyn Delivery>) -> Self {
+        self.delivery = Some(delivery);
+        self
+    }
+
+    /// The configuration the app will be built with.
+    pub fn loaded(&self) -> Loaded {
+        let mut loaded = load_settings(&self.home, None, &self.env).unwrap();
+        if let Some(yaml) = &self.yaml {
+            loaded.settings = parse_yaml(yaml, "test").unwrap().0;
+            loaded.tz = loaded.settings.timezone.parse().unwrap();
+        }
+        loaded
+    }
+
+    /// Builds the app.
+    pub fn build(self) -> App {
+        let loaded = self.loaded();
+        App::new(Parts {
+            delivery: self.delivery.unwrap_or_else(|| Arc::new(crate::channels::Channels::from_config(&loaded))),
+            cfg: Arc::new(loaded),
+            home: self.home,
+            store: self.store.unwrap_or_else(|| Arc::new(SqliteStore::in_memory().unwrap())),
+            llm: self.llm,
+            clock: self.clock.unwrap_or_else(|| Arc::new(ManualClock::new(self.now))),
+            timers: Arc::new(crate::ports::PollingTimers),
+            tools: Arc::new(crate::app::tools::builtin()),
+            owner: None,
+        })
     }
 }

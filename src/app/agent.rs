@@ -46,25 +46,25 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let max_ctx = app.cfg.settings.model.max_context_messages;
-    let max_iter = app.cfg.settings.model.max_iterations;
-    let transcript = app.store.recent_messages(spec.session_id, max_ctx).await?;
-    let mut prompt = assemble(&spec.system, &spec.notes, &transcript, max_ctx, app.clock.now());
+    let max_ctx = app.inner.cfg.settings.model.max_context_messages;
+    let max_iter = app.inner.cfg.settings.model.max_iterations;
+    let transcript = app.inner.store.recent_messages(spec.session_id, max_ctx).await?;
+    let mut prompt = assemble(&spec.system, &spec.notes, &transcript, max_ctx, app.inner.clock.now());
     let ctx = ToolCtx { app, session_id: spec.session_id, origin: spec.origin.as_ref(), kind: spec.kind, deadline: spec.deadline };
-    let toolset = app.tools.toolset(&ctx);
+    let toolset = app.inner.tools.toolset(&ctx);
     let tools = toolset.specs();
     let mut out = TurnOutput::default();
     for _ in 0..max_iter {
         let req = ChatRequest { messages: prompt.clone(), tools: tools.clone(), model: spec.model.clone() };
-        let resp = app.llm.complete(&req).await?;
+        let resp = app.inner.llm.complete(&req).await?;
         crate::app::crash::crash_point("turn:model_answered");
         out.input_tokens += resp.input_tokens;
         out.output_tokens += resp.output_tokens;
-        let now = app.clock.now();
+        let now = app.inner.clock.now();
         let mut msg = Message::text(Role::Assistant, resp.content.clone(), now);
         msg.model = (!resp.model.is_empty()).then(|| resp.model.clone());
         if resp.tool_calls.is_empty() {
-            app.store.append_messages(spec.session_id, std::slice::from_ref(&msg), None).await?;
+            app.inner.store.append_messages(spec.session_id, std::slice::from_ref(&msg), None).await?;
             out.reply = resp.content;
             return Ok(out);
         }
@@ -72,12 +72,12 @@ where
         let mut step = vec![msg];
         for call in &resp.tool_calls {
             let result = toolset.execute(&ctx, call).await;
-            let mut t = Message::text(Role::Tool, result.content, app.clock.now());
+            let mut t = Message::text(Role::Tool, result.content, app.inner.clock.now());
             t.tool_call_id = Some(call.id.clone());
             t.duration_ms = Some(result.duration_ms);
             step.push(t);
         }
-        app.store.append_messages(spec.session_id, &step, None).await?;
+        app.inner.store.append_messages(spec.session_id, &step, None).await?;
         prompt.extend(step);
         if stop().await {
             out.interrupted = true;
@@ -85,7 +85,7 @@ where
         }
     }
     out.reply = format!("I stopped after {max_iter} tool rounds without reaching a final answer. Please narrow the request.");
-    let note = Message::text(Role::Assistant, out.reply.clone(), app.clock.now());
-    app.store.append_messages(spec.session_id, &[note], None).await?;
+    let note = Message::text(Role::Assistant, out.reply.clone(), app.inner.clock.now());
+    app.inner.store.append_messages(spec.session_id, &[note], None).await?;
     Ok(out)
 }

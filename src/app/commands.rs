@@ -11,7 +11,7 @@ use crate::ports::{InboundId, SessionChange};
 
 impl App {
     /// Runs a command and replies to the origin (and in the outcome).
-    pub(crate) async fn handle_command(
+    pub(in crate::app) async fn handle_command(
         &self,
         cmd: Cmd,
         msg: &Inbound,
@@ -37,7 +37,7 @@ impl App {
         }
         // Record the platform id so a retried command is not applied twice.
         if let Some(d) = &dedupe
-            && self.store.append_messages(&entry.session_id, &[], Some(d)).await? == crate::ports::Appended::Duplicate
+            && self.inner.store.append_messages(&entry.session_id, &[], Some(d)).await? == crate::ports::Appended::Duplicate
         {
             out.duplicate = true;
             return Ok(out);
@@ -51,7 +51,7 @@ impl App {
             Cmd::Help => HELP.to_string(),
             Cmd::Queue(_) => String::new(),
         };
-        if let Some(e) = self.store.get_entry(key).await? {
+        if let Some(e) = self.inner.store.get_entry(key).await? {
             out.session_id = e.session_id.to_string();
         }
         Ok(self.command_reply(msg, out, text).await)
@@ -65,7 +65,7 @@ impl App {
 
     async fn cmd_new(&self, key: &SessionKey, title: Option<String>) -> Result<String, AppError> {
         let id = self.reset_session(key, "session_reset", title.clone()).await?;
-        let cleared = self.store.queue_clear(key).await?;
+        let cleared = self.inner.store.queue_clear(key).await?;
         let mut text = match (&id, &title) {
             (Some(_), Some(t)) => format!("✨ New session started: {t}"),
             _ => "✨ New session started. Conversation history cleared.".to_string(),
@@ -78,26 +78,26 @@ impl App {
 
     async fn cmd_stop(&self, key: &SessionKey) -> Result<String, AppError> {
         retry_cas(|| async move {
-            let Some(mut e) = self.store.get_entry(key).await? else { return Ok("Nothing is running.".into()) };
-            let running = e.lease_live(self.clock.now());
+            let Some(mut e) = self.inner.store.get_entry(key).await? else { return Ok("Nothing is running.".into()) };
+            let running = e.lease_live(self.inner.clock.now());
             if !running && e.pending.is_empty() {
                 return Ok("Nothing is running.".into());
             }
             e.pending.clear();
             e.interrupt_requested = running;
-            self.store.put_entry(&e, &[]).await?;
+            self.inner.store.put_entry(&e, &[]).await?;
             Ok(if running { "⏹ Stopping the current task…".into() } else { "Cleared the pending message.".into() })
         })
         .await
     }
 
     async fn cmd_status(&self, key: &SessionKey) -> Result<String, AppError> {
-        let Some(e) = self.store.get_entry(key).await? else { return Ok("No session yet.".into()) };
-        let now = self.clock.now();
-        let msgs = self.store.count_messages(&e.session_id).await?;
-        let queued = self.store.queue_list(key).await?.len();
-        let started = self.store.get_session(&e.session_id).await?.map_or(e.created_at, |r| r.started_at);
-        let p = self.cfg.settings.reset_rules().policy_for(&e.origin.platform, e.origin.chat_type);
+        let Some(e) = self.inner.store.get_entry(key).await? else { return Ok("No session yet.".into()) };
+        let now = self.inner.clock.now();
+        let msgs = self.inner.store.count_messages(&e.session_id).await?;
+        let queued = self.inner.store.queue_list(key).await?.len();
+        let started = self.inner.store.get_session(&e.session_id).await?.map_or(e.created_at, |r| r.started_at);
+        let p = self.inner.cfg.settings.reset_rules().policy_for(&e.origin.platform, e.origin.chat_type);
         let policy = match p.mode {
             crate::config::ResetMode::None => "never (manual /new only)".to_string(),
             crate::config::ResetMode::Idle => format!("after {} min idle", p.idle_minutes),
@@ -122,11 +122,11 @@ impl App {
 
     async fn cmd_resume(&self, key: &SessionKey, id: Option<String>) -> Result<String, AppError> {
         let Some(id) = id else {
-            let recs = self.store.list_sessions(Some(key), 10).await?;
-            let cur = self.store.get_entry(key).await?.map(|e| e.session_id);
+            let recs = self.inner.store.list_sessions(Some(key), 10).await?;
+            let cur = self.inner.store.get_entry(key).await?.map(|e| e.session_id);
             let mut s = String::from("Recent sessions:");
             for r in recs {
-                let n = self.store.count_messages(&r.session_id).await?;
+                let n = self.inner.store.count_messages(&r.session_id).await?;
                 let mark = if Some(&r.session_id) == cur.as_ref() { " (current)" } else { "" };
                 let title = r.title.map(|t| format!(" — {t}")).unwrap_or_default();
                 s.push_str(&format!("\n{}{mark}: {n} messages{title}", r.session_id));
@@ -135,17 +135,17 @@ impl App {
             return Ok(s);
         };
         let Ok(target) = SessionId::parse(&id) else { return Ok(format!("`{id}` is not a session id.")) };
-        match self.store.get_session(&target).await? {
+        match self.inner.store.get_session(&target).await? {
             Some(r) if &r.session_key == key => {}
             _ => return Ok(format!("No session {id} in this chat. Use /resume to list them.")),
         }
         let (id, target) = (&id, &target);
         retry_cas(|| async move {
-            let Some(mut e) = self.store.get_entry(key).await? else { return Ok("No session yet.".into()) };
+            let Some(mut e) = self.inner.store.get_entry(key).await? else { return Ok("No session yet.".into()) };
             if e.session_id == *target {
                 return Ok(format!("Already in session {id}."));
             }
-            let now = self.clock.now();
+            let now = self.inner.clock.now();
             let changes = [
                 SessionChange::End { session_id: e.session_id.clone(), reason: "session_switch".into(), at: now },
                 SessionChange::Reopen(target.clone()),
@@ -153,8 +153,8 @@ impl App {
             e.session_id = target.clone();
             e.updated_at = now;
             e.interrupt_requested = e.lease.is_some();
-            self.store.put_entry(&e, &changes).await?;
-            let n = self.store.count_messages(target).await?;
+            self.inner.store.put_entry(&e, &changes).await?;
+            let n = self.inner.store.count_messages(target).await?;
             Ok(format!("↩ Resumed session {id} ({n} messages)."))
         })
         .await

@@ -20,7 +20,7 @@ impl App {
     /// Resolves a job's targets: `local`, `origin`, `<platform>` (home channel),
     /// `<platform>:<chat>[:<thread>]`; default `origin` if the job has one, else `local`.
     /// De-duplicated by resolved chat.
-    pub fn resolve_targets(&self, job: &Job) -> Vec<(String, Resolved)> {
+    pub(in crate::app) fn resolve_targets(&self, job: &Job) -> Vec<(String, Resolved)> {
         let mut list = job.deliver.clone();
         if list.is_empty() {
             list.push(if job.origin.is_some() { "origin".into() } else { "local".into() });
@@ -36,14 +36,14 @@ impl App {
     }
 
     fn resolve_one(&self, job: &Job, label: &str) -> Resolved {
-        let p = &self.cfg.settings.platforms;
+        let p = &self.inner.cfg.settings.platforms;
         let home = |platform: &str| p.get(platform).map(|s| s.home_channel.clone());
         let mut parts = label.splitn(3, ':');
         let platform = parts.next().unwrap_or_default();
         match (platform, parts.next(), parts.next()) {
             ("local", None, _) => Resolved::Local,
             ("origin", None, _) => match &job.origin {
-                Some(o) if self.delivery.delivers_to(&o.platform) => {
+                Some(o) if self.inner.delivery.delivers_to(&o.platform) => {
                     Resolved::Chat(Target { platform: o.platform.clone(), chat_id: o.chat_id.clone(), thread_id: o.thread_id.clone() })
                 }
                 _ => Resolved::Local,
@@ -61,7 +61,7 @@ impl App {
 
     /// Delivers `text` for an occurrence to every target once (ledger), with the delivery
     /// port's retries. Returns one result per target.
-    pub async fn deliver_job_output(&self, job: &Job, occ: &Occurrence, text: &str) -> Vec<DeliveryResult> {
+    pub(in crate::app) async fn deliver_job_output(&self, job: &Job, occ: &Occurrence, text: &str) -> Vec<DeliveryResult> {
         let mut results = Vec::new();
         for (label, r) in self.resolve_targets(job) {
             let res = |status: &str, error: Option<String>| DeliveryResult { target: label.clone(), status: status.into(), error };
@@ -77,7 +77,7 @@ impl App {
                 Resolved::Chat(t) => t,
             };
             let key = format!("{}:{}:{}", target.platform, target.chat_id, target.thread_id.as_deref().unwrap_or(""));
-            match self.store.ledger_begin(occ, &key, self.clock.now()).await {
+            match self.inner.store.ledger_begin(occ, &key, self.inner.clock.now()).await {
                 Ok(true) => {}
                 Ok(false) => {
                     results.push(res("skipped", Some("already delivered for this occurrence".into())));
@@ -88,10 +88,10 @@ impl App {
                     continue;
                 }
             }
-            let sent = self.delivery.send(&target, text).await;
+            let sent = self.inner.delivery.send(&target, text).await;
             crate::app::crash::crash_point("delivery:sent");
             let status = if sent.is_ok() { "sent" } else { "failed" };
-            if let Err(e) = self.store.ledger_finish(occ, &key, status, self.clock.now()).await {
+            if let Err(e) = self.inner.store.ledger_finish(occ, &key, status, self.inner.clock.now()).await {
                 tracing::warn!(job_id = %job.id, error = %e, "could not update the delivery ledger");
             }
             match sent {

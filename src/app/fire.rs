@@ -66,7 +66,7 @@ enum Step {
 impl App {
     /// Fires the occurrence `fire_at` (default: the job's `next_run_at`) of a job.
     #[tracing::instrument(skip(self), fields(occurrence))]
-    pub async fn fire(&self, job_id: &str, fire_at: Option<DateTime<Utc>>, trigger: &str) -> Result<FireStatus, AppError> {
+    pub(in crate::app) async fn fire(&self, job_id: &str, fire_at: Option<DateTime<Utc>>, trigger: &str) -> Result<FireStatus, AppError> {
         let Claimed { job: claimed, occ, decision } = match retry_cas(|| self.claim_due(job_id, fire_at)).await? {
             Step::Done(status) => return Ok(status),
             Step::Claimed(c) => *c,
@@ -81,7 +81,7 @@ impl App {
         };
         crate::app::crash::crash_point("fire:ran");
         let next = self.finalize(&claimed, &run).await?;
-        if self.timers.provider().is_managed() {
+        if self.inner.timers.provider().is_managed() {
             let _ = self.reconcile_timers().await;
         }
         Ok(FireStatus::Ran { run: Box::new(run), next })
@@ -90,7 +90,7 @@ impl App {
     /// One attempt at the claim of an occurrence: decides what is due and claims it together
     /// with the job's advanced state. A lost job write comes back as `Conflict` (retried).
     async fn claim_due(&self, job_id: &str, fire_at: Option<DateTime<Utc>>) -> Result<Step, AppError> {
-        let Some(job) = self.store.get_job(job_id).await? else { return Ok(Step::Done(FireStatus::Gone)) };
+        let Some(job) = self.inner.store.get_job(job_id).await? else { return Ok(Step::Done(FireStatus::Gone)) };
         if !job.enabled || !matches!(job.state, JobState::Scheduled | JobState::Running) {
             return Ok(Step::Done(FireStatus::Gone));
         }
@@ -99,14 +99,14 @@ impl App {
         tracing::Span::current().record("occurrence", occ.key());
         let current = job.next_run_at.map(|n| Occurrence::new(&job.id, n).fire_at);
         if current != Some(occ.fire_at) {
-            if self.store.claim_status(&occ).await?.is_some() {
+            if self.inner.store.claim_status(&occ).await?.is_some() {
                 return Ok(Step::Done(FireStatus::Duplicate));
             }
             self.rearm(&job).await;
             return Ok(Step::Done(FireStatus::Stale { next: job.next_run_at }));
         }
-        let now = self.clock.now();
-        let tz = job.tz(self.cfg.tz);
+        let now = self.inner.clock.now();
+        let tz = job.tz(self.inner.cfg.tz);
         let effective_now =
             if occ.fire_at > now && occ.fire_at - now <= Duration::seconds(EARLY_TOLERANCE_SECS) { occ.fire_at } else { now };
         let decision = decide(&job, occ.fire_at, effective_now, tz);
@@ -118,8 +118,8 @@ impl App {
             Decision::Run { late: true, .. } => tracing::warn!(job_id = %job.id, "late occurrence: running once, skipping the backlog"),
             _ => {}
         }
-        let adv = job.advance(&decision, occ.fire_at, &self.live.owner, now);
-        Ok(match self.store.claim_occurrence(&occ, &adv, now).await? {
+        let adv = job.advance(&decision, occ.fire_at, &self.inner.live.owner, now);
+        Ok(match self.inner.store.claim_occurrence(&occ, &adv, now).await? {
             Claim::Claimed(j) => Step::Claimed(Box::new(Claimed { job: *j, occ, decision })),
             Claim::Duplicate => Step::Done(FireStatus::Duplicate),
         })
@@ -128,15 +128,15 @@ impl App {
     /// Runs a job now (manual `run`): its own occurrence at the current second, through the
     /// same claim; the schedule is not advanced. A second manual run within the same second
     /// takes the next free second (each manual run is its own occurrence).
-    pub async fn run_now(&self, job_id: &str) -> Result<FireStatus, AppError> {
+    pub(in crate::app) async fn run_now(&self, job_id: &str) -> Result<FireStatus, AppError> {
         let bump = std::sync::atomic::AtomicI64::new(0);
         let (claimed, occ) = retry_cas(|| async {
-            let Some(job) = self.store.get_job(job_id).await? else { return Err(AppError::NotFound(format!("no job `{job_id}`"))) };
-            let now = self.clock.now();
+            let Some(job) = self.inner.store.get_job(job_id).await? else { return Err(AppError::NotFound(format!("no job `{job_id}`"))) };
+            let now = self.inner.clock.now();
             let occ = Occurrence::new(&job.id, now + Duration::seconds(bump.load(std::sync::atomic::Ordering::Relaxed)));
             let mut adv = job.clone();
             adv.last_run_at = Some(now);
-            match self.store.claim_occurrence(&occ, &adv, now).await? {
+            match self.inner.store.claim_occurrence(&occ, &adv, now).await? {
                 Claim::Claimed(j) => Ok((*j, occ)),
                 Claim::Duplicate => {
                     bump.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -151,7 +151,7 @@ impl App {
     }
 
     async fn record_missed(&self, job: &Job, occ: &Occurrence, trigger: &str) -> RunRecord {
-        let now = self.clock.now();
+        let now = self.inner.clock.now();
         let text = format!("⏰ Scheduled job '{}' was missed: it was due at {} and did not run.", job.name, occ.fire_at.to_rfc3339());
         let deliveries = self.deliver_job_output(job, occ, &text).await;
         RunRecord {
@@ -173,7 +173,7 @@ impl App {
     fn job_prompt(&self, job: &Job) -> Result<String, String> {
         let mut parts = Vec::new();
         for s in &job.skills {
-            let path = self.home.join("skills").join(s).join("SKILL.md");
+            let path = self.inner.home.join("skills").join(s).join("SKILL.md");
             let text = std::fs::read_to_string(&path).map_err(|e| format!("skill `{s}` could not be read from {}: {e}", path.display()))?;
             parts.push(format!("# Skill: {s}\n\n{}", text.trim()));
         }
@@ -183,8 +183,8 @@ impl App {
 
     /// Runs one occurrence as a fresh session and delivers the result.
     async fn run_job(&self, job: &Job, occ: &Occurrence, trigger: &str) -> RunRecord {
-        let started = self.clock.now();
-        let stamp = occ.fire_at.with_timezone(&self.cfg.tz).format("%Y%m%d_%H%M%S");
+        let started = self.inner.clock.now();
+        let stamp = occ.fire_at.with_timezone(&self.inner.cfg.tz).format("%Y%m%d_%H%M%S");
         let session_id = SessionId::named(format!("cron_{}_{stamp}", job.id));
         let mut rec = RunRecord {
             run_id: run_id(occ, started),
@@ -203,7 +203,7 @@ impl App {
             Err(e) => Err(e),
             Ok(prompt) => {
                 let msg = Message::text(Role::User, prompt, started);
-                match self.store.append_messages(&session_id, &[msg], None).await {
+                match self.inner.store.append_messages(&session_id, &[msg], None).await {
                     Err(e) => Err(format!("store: {e}")),
                     Ok(_) => {
                         let budget = crate::app::budget::turn_budget(std::time::Duration::from_secs(TURN_BUDGET_SECS as u64));
@@ -233,7 +233,7 @@ impl App {
             }
             Ok(a) => {
                 rec.output = a.clone();
-                Some(if self.cfg.settings.cron.wrap_response { format!("📋 Scheduled job: {}\n\n{a}", job.name) } else { a })
+                Some(if self.inner.cfg.settings.cron.wrap_response { format!("📋 Scheduled job: {}\n\n{a}", job.name) } else { a })
             }
             Err(e) => {
                 tracing::error!(job_id = %job.id, error = %e, "job run failed");
@@ -249,7 +249,7 @@ impl App {
                 rec.status = RunOutcome::DeliveryFailed;
             }
         }
-        rec.finished_at = Some(self.clock.now());
+        rec.finished_at = Some(self.inner.clock.now());
         rec
     }
 
@@ -257,11 +257,11 @@ impl App {
     async fn finalize(&self, claimed: &Job, run: &RunRecord) -> Result<Option<DateTime<Utc>>, AppError> {
         let status = run.status.job_status();
         let error = run.error.clone().or_else(|| run.deliveries.iter().find_map(|d| d.error.clone()));
-        let now = self.clock.now();
+        let now = self.inner.clock.now();
         let written = retry_cas(|| async {
-            let Some(mut j) = self.store.get_job(&claimed.id).await? else { return Ok(claimed.next_run_at) };
+            let Some(mut j) = self.inner.store.get_job(&claimed.id).await? else { return Ok(claimed.next_run_at) };
             j.finish(status, error.clone(), now);
-            let j = self.store.put_job(&j).await?;
+            let j = self.inner.store.put_job(&j).await?;
             self.rearm(&j).await;
             Ok(j.next_run_at)
         })
@@ -274,15 +274,15 @@ impl App {
             }
             Err(e) => return Err(e),
         };
-        self.store.finish_run(run, self.cfg.settings.cron.output_retention).await?;
+        self.inner.store.finish_run(run, self.inner.cfg.settings.cron.output_retention).await?;
         Ok(next)
     }
 
     /// Finds jobs left `running` by a process that died (or ran past its budget), records
     /// the occurrence as interrupted (never re-run) and puts the job back on its schedule.
-    pub async fn recover_jobs(&self, unclean_start: bool) -> Result<usize, AppError> {
+    pub(in crate::app) async fn recover_jobs(&self, unclean_start: bool) -> Result<usize, AppError> {
         let mut n = 0;
-        for job in self.store.list_jobs().await?.into_iter().filter(|j| j.state == JobState::Running) {
+        for job in self.inner.store.list_jobs().await?.into_iter().filter(|j| j.state == JobState::Running) {
             let Some(mark) = job.running.clone() else { continue };
             let lease = crate::core::session::Lease {
                 token: String::new(),
@@ -298,10 +298,10 @@ impl App {
             j.last_status = Some(RunStatus::Error);
             j.last_error = Some("interrupted: the process running this job stopped".into());
             j.running = None;
-            if self.store.put_job(&j).await.is_err() {
+            if self.inner.store.put_job(&j).await.is_err() {
                 continue;
             }
-            let now = self.clock.now();
+            let now = self.inner.clock.now();
             let occ = Occurrence::new(&job.id, mark.fire_at);
             let run = RunRecord {
                 run_id: run_id(&occ, now),
@@ -316,7 +316,7 @@ impl App {
                 deliveries: vec![],
                 session_id: String::new(),
             };
-            self.store.finish_run(&run, self.cfg.settings.cron.output_retention).await?;
+            self.inner.store.finish_run(&run, self.inner.cfg.settings.cron.output_retention).await?;
             tracing::warn!(job_id = %job.id, occurrence = %occ.key(), "job run interrupted by a crash; not re-run");
             n += 1;
         }
@@ -324,10 +324,11 @@ impl App {
     }
 
     /// Asks the timer provider to match the job; failures are logged (reconcile retries).
-    pub(crate) async fn rearm(&self, job: &Job) {
-        if let Err(e) = self.timers.arm(job).await {
-            tracing::error!(job_id = %job.id, provider = %self.timers.provider(), error = %e, "could not arm the next timer; reconcile will retry");
-            let _ = self.store.put_meta("timers_last_error", &format!("{} {}: {e}", self.clock.now().to_rfc3339(), job.id)).await;
+    pub(in crate::app) async fn rearm(&self, job: &Job) {
+        if let Err(e) = self.inner.timers.arm(job).await {
+            tracing::error!(job_id = %job.id, provider = %self.inner.timers.provider(), error = %e, "could not arm the next timer; reconcile will retry");
+            let _ =
+                self.inner.store.put_meta("timers_last_error", &format!("{} {}: {e}", self.inner.clock.now().to_rfc3339(), job.id)).await;
         }
     }
 }

@@ -67,18 +67,18 @@ impl App {
     /// nothing if a session with that id exists. Long transcripts are appended in chunks
     /// (by count and by size) first; the entry and record are written last, with the final
     /// chunk, in one write.
-    pub async fn import_session(&self, s: &ImportedSession, messages: &[Message]) -> Result<SessionImport, AppError> {
+    pub(in crate::app) async fn import_session(&self, s: &ImportedSession, messages: &[Message]) -> Result<SessionImport, AppError> {
         let id = SessionId::parse(&s.id).map_err(|e| AppError::BadRequest(format!("session `{}`: {e}", s.id)))?;
-        if self.store.get_session(&id).await?.is_some() {
+        if self.inner.store.get_session(&id).await?.is_some() {
             return Ok(SessionImport::Present);
         }
         let (key, origin) = imported_key(s)?;
         // A previous run may have stopped after some chunks: resume after what is there.
-        let done = usize::try_from(self.store.count_messages(&id).await?).unwrap_or(usize::MAX).min(messages.len());
+        let done = usize::try_from(self.inner.store.count_messages(&id).await?).unwrap_or(usize::MAX).min(messages.len());
         let mut parts = chunks(&messages[done..]);
         let last = parts.pop().unwrap_or_default();
         for chunk in parts {
-            self.store.append_messages(&id, chunk, None).await?;
+            self.inner.store.append_messages(&id, chunk, None).await?;
         }
         let last_at = messages.last().map(|m| m.at).into_iter().chain(s.ended_at).chain([s.started_at]).max().unwrap_or(s.started_at);
         let mut entry = SessionEntry::new(key.clone(), id.clone(), origin.clone(), s.started_at);
@@ -100,10 +100,10 @@ impl App {
             let reason = s.end_reason.clone().filter(|r| !r.is_empty()).unwrap_or_else(|| "ended".into());
             changes.push(SessionChange::End { session_id: id.clone(), reason, at });
         }
-        match self.store.put_entry(&entry, &changes).await {
+        match self.inner.store.put_entry(&entry, &changes).await {
             Ok(_) => Ok(SessionImport::Imported(messages.len())),
             // Someone else imported it at the same moment.
-            Err(StoreError::Conflict(_)) if self.store.get_session(&id).await?.is_some() => Ok(SessionImport::Present),
+            Err(StoreError::Conflict(_)) if self.inner.store.get_session(&id).await?.is_some() => Ok(SessionImport::Present),
             Err(e) => Err(e.into()),
         }
     }
@@ -255,17 +255,17 @@ mod tests {
     #[tokio::test]
     async fn long_transcripts_import_in_chunks_and_an_interrupted_import_resumes() {
         let now = "2026-03-01T00:00:00Z".parse().unwrap();
-        let app = crate::test_support::app("{}", &crate::config::Env::default(), now, crate::test_support::CountingLlm::new("x"));
+        let app = crate::test_support::TestApp::new(now).yaml("{}").llm(crate::test_support::CountingLlm::new("x")).build();
         let (s, msgs) = session("20260101_100000_abcdef", 200);
         // A previous run stopped after its first chunk: the transcript exists, the record does not.
         let id = SessionId::parse(&s.id).unwrap();
-        app.store.append_messages(&id, &msgs[..CHUNK], None).await.unwrap();
-        assert!(app.store.list_entries(10).await.unwrap().is_empty(), "nothing shows before the last write");
+        app.inner.store.append_messages(&id, &msgs[..CHUNK], None).await.unwrap();
+        assert!(app.inner.store.list_entries(10).await.unwrap().is_empty(), "nothing shows before the last write");
         assert_eq!(app.import_session(&s, &msgs).await.unwrap(), SessionImport::Imported(200));
-        let got = app.store.recent_messages(&id, 1000).await.unwrap();
+        let got = app.inner.store.recent_messages(&id, 1000).await.unwrap();
         assert_eq!(got.iter().map(|m| m.content.clone()).collect::<Vec<_>>(), msgs.iter().map(|m| m.content.clone()).collect::<Vec<_>>());
         assert_eq!(app.import_session(&s, &msgs).await.unwrap(), SessionImport::Present);
-        let e = app.store.list_entries(10).await.unwrap();
+        let e = app.inner.store.list_entries(10).await.unwrap();
         assert_eq!(e[0].session_key.as_str(), "agent:main:telegram:dm:imported-20260101_100000_abcdef");
         assert_eq!(e[0].updated_at, msgs[199].at);
         let (bad, m) = session("not an id", 1);

@@ -60,13 +60,13 @@ enum Leasing {
 
 impl App {
     /// Whether the sender may talk to the agent (SPEC §4: deny by default on chat platforms).
-    pub fn is_allowed(&self, origin: &Origin) -> bool {
+    pub(in crate::app) fn is_allowed(&self, origin: &Origin) -> bool {
         // api (bearer key), local (the operator's terminal) and cron are authenticated already;
         // every chat platform (a registered channel) denies by default, even one without settings.
         if !self.delivers_to(origin) {
             return true;
         }
-        let s = &self.cfg.settings;
+        let s = &self.inner.cfg.settings;
         let list = s.platforms.get(&origin.platform).map_or(&[][..], |p| p.allowed_users.as_slice());
         s.allow_all_users || origin.user_id.as_ref().is_some_and(|u| list.iter().any(|a| a == u))
     }
@@ -81,7 +81,7 @@ impl App {
 
     /// Handles one inbound message.
     #[tracing::instrument(skip_all, fields(platform = %msg.origin.platform, session_key))]
-    pub async fn handle_inbound(&self, msg: Inbound) -> Result<Outcome, AppError> {
+    pub(in crate::app) async fn handle_inbound(&self, msg: Inbound) -> Result<Outcome, AppError> {
         if msg.text.trim().is_empty() {
             return Err(AppError::BadRequest("`text` must not be empty".into()));
         }
@@ -96,7 +96,7 @@ impl App {
         }
         let dedupe = Self::inbound_id(&msg);
         if let Some(d) = &dedupe
-            && self.store.seen_inbound(d).await?
+            && self.inner.store.seen_inbound(d).await?
         {
             out.duplicate = true;
             return Ok(out);
@@ -104,7 +104,7 @@ impl App {
         if let Some(cmd) = commands::parse(&msg.text) {
             return self.handle_command(cmd, &msg, &key, dedupe, out).await;
         }
-        if !self.live.accepting() {
+        if !self.inner.live.accepting() {
             let cur = self.load_or_create(&msg.origin, &key).await?;
             return self.store_busy(cur, &msg, dedupe, Route::Fifo, out).await;
         }
@@ -118,12 +118,12 @@ impl App {
         };
         out.session_id = entry.session_id.to_string();
         crate::app::crash::crash_point("turn:user_stored");
-        self.live.register(&key, &token, &entry.origin);
+        self.inner.live.register(&key, &token, &entry.origin);
         let report = match self.one_turn_replying(&entry, msg.reply).await {
             Ok(r) => r,
             Err(e) => {
                 let _ = self.update_leased(&key, &token, &[], |e| e.lease = None).await;
-                self.live.unregister(&key, &token);
+                self.inner.live.unregister(&key, &token);
                 return Err(e);
             }
         };
@@ -144,7 +144,7 @@ impl App {
                 self.mark_interrupted(key, l).await?;
                 return again();
             }
-            return Ok(Leasing::Busy(Box::new(cur), queue::route(self.cfg.settings.busy_input_mode, false)));
+            return Ok(Leasing::Busy(Box::new(cur), queue::route(self.inner.cfg.settings.busy_input_mode, false)));
         }
         let (mut next, mut changes) = self.plan_reset(&cur).await?;
         let lease = self.new_lease();
@@ -152,14 +152,14 @@ impl App {
         next.lease = Some(lease);
         next.origin = msg.origin.clone();
         let mut msgs = crate::app::turns::pending_messages(&mut next);
-        let mut user = Message::text(Role::User, msg.text.clone(), self.clock.now());
+        let mut user = Message::text(Role::User, msg.text.clone(), self.inner.clock.now());
         user.platform_message_id = msg.message_id.clone();
         msgs.push(user);
         if let Some(d) = dedupe {
             changes.push(SessionChange::Inbound(d.clone()));
         }
         changes.push(SessionChange::Append { session_id: next.session_id.clone(), messages: msgs });
-        match self.store.put_entry(&next, &changes).await {
+        match self.inner.store.put_entry(&next, &changes).await {
             Ok(e) => Ok(Leasing::Leased(Box::new(e), token)),
             Err(StoreError::DuplicateInbound) => Ok(Leasing::Duplicate),
             Err(e) => Err(e.into()),
@@ -170,20 +170,20 @@ impl App {
     /// session flagged `was_auto_reset`) and the record changes that go with it. Never resets
     /// while stored work waits.
     async fn plan_reset(&self, cur: &SessionEntry) -> Result<(SessionEntry, Vec<SessionChange>), AppError> {
-        let now = self.clock.now();
+        let now = self.inner.clock.now();
         let due = if cur.suspended {
             Some(reset::suspended())
         } else {
-            let p = self.cfg.settings.reset_rules().policy_for(&cur.origin.platform, cur.origin.chat_type);
-            reset::check(&p, cur.updated_at, now, self.cfg.tz)
+            let p = self.inner.cfg.settings.reset_rules().policy_for(&cur.origin.platform, cur.origin.chat_type);
+            reset::check(&p, cur.updated_at, now, self.inner.cfg.tz)
         };
         let Some(due) = due else { return Ok((cur.clone(), Vec::new())) };
-        if !cur.suspended && (!cur.pending.is_empty() || !self.store.queue_list(&cur.session_key).await?.is_empty()) {
+        if !cur.suspended && (!cur.pending.is_empty() || !self.inner.store.queue_list(&cur.session_key).await?.is_empty()) {
             return Ok((cur.clone(), Vec::new()));
         }
-        let had_activity = self.store.count_messages(&cur.session_id).await? > 0;
+        let had_activity = self.inner.store.count_messages(&cur.session_id).await? > 0;
         let mut next = cur.clone();
-        next.session_id = SessionId::generate(now, &self.cfg.tz);
+        next.session_id = SessionId::generate(now, &self.inner.cfg.tz);
         next.updated_at = now;
         next.input_tokens = 0;
         next.output_tokens = 0;
@@ -214,7 +214,7 @@ impl App {
 
     /// Stores a message that arrived while a turn runs: pending slot or FIFO, cap checked,
     /// dedupe recorded in the same write, then (at most once per 30 s) an acknowledgement.
-    pub(crate) async fn store_busy(
+    pub(in crate::app) async fn store_busy(
         &self,
         mut cur: SessionEntry,
         msg: &Inbound,
@@ -223,18 +223,18 @@ impl App {
         mut out: Outcome,
     ) -> Result<Outcome, AppError> {
         let key = cur.session_key.clone();
-        let cap = self.cfg.settings.max_queued;
+        let cap = self.inner.cfg.settings.max_queued;
         out.session_id = cur.session_id.to_string();
-        let now = self.clock.now();
+        let now = self.inner.clock.now();
         let position = loop {
-            let fifo_len = self.store.queue_list(&key).await?.len();
+            let fifo_len = self.inner.store.queue_list(&key).await?.len();
             if !queue::has_room(cap, cur.pending.len(), fifo_len) {
                 return Ok(self.refuse_full(msg, out).await);
             }
             let result = match route {
                 Route::Fifo => {
                     let item = QueuedItem { text: msg.text.clone(), message_id: msg.message_id.clone(), at: now };
-                    self.store.queue_push(&key, &item, cap - cur.pending.len(), dedupe.as_ref()).await
+                    self.inner.store.queue_push(&key, &item, cap - cur.pending.len(), dedupe.as_ref()).await
                 }
                 Route::Slot => {
                     let mut next = cur.clone();
@@ -244,7 +244,7 @@ impl App {
                     );
                     next.interrupt_requested = next.lease.is_some();
                     let changes: Vec<SessionChange> = dedupe.iter().cloned().map(SessionChange::Inbound).collect();
-                    self.store.put_entry(&next, &changes).await.map(|e| e.pending.len())
+                    self.inner.store.put_entry(&next, &changes).await.map(|e| e.pending.len())
                 }
             };
             match result {
@@ -263,13 +263,13 @@ impl App {
         out.queued = true;
         out.busy = true;
         out.position = Some(position);
-        if !self.live.accepting() {
+        if !self.inner.live.accepting() {
             self.reply(&msg.origin, msg.reply, RESTARTING).await;
         } else {
             let ack = if route == Route::Slot { queue::ACK_INTERRUPT } else { queue::ACK_QUEUE };
             self.maybe_ack(&key, &msg.origin, msg.reply, ack).await?;
             // The holder may have released between our read and our write: make sure a turn runs.
-            if self.store.get_entry(&key).await?.is_some_and(|e| e.lease.is_none()) {
+            if self.inner.store.get_entry(&key).await?.is_some_and(|e| e.lease.is_none()) {
                 self.kick(&key);
             }
         }
@@ -277,7 +277,7 @@ impl App {
     }
 
     async fn refuse_full(&self, msg: &Inbound, mut out: Outcome) -> Outcome {
-        let text = queue::full_reply(self.cfg.settings.max_queued);
+        let text = queue::full_reply(self.inner.cfg.settings.max_queued);
         self.reply(&msg.origin, msg.reply, &text).await;
         out.queue_full = true;
         out.reply = Some(text);
@@ -285,15 +285,15 @@ impl App {
     }
 
     /// Sends `text` if no acknowledgement went to this session in the last 30 s, recording it.
-    pub(crate) async fn maybe_ack(&self, key: &SessionKey, origin: &Origin, path: ReplyPath, text: &str) -> Result<(), AppError> {
+    pub(in crate::app) async fn maybe_ack(&self, key: &SessionKey, origin: &Origin, path: ReplyPath, text: &str) -> Result<(), AppError> {
         let acked = retry_cas(|| async move {
-            let Some(mut e) = self.store.get_entry(key).await? else { return Ok(()) };
-            let now = self.clock.now();
+            let Some(mut e) = self.inner.store.get_entry(key).await? else { return Ok(()) };
+            let now = self.inner.clock.now();
             if !queue::ack_due(e.last_ack_at, now) {
                 return Ok(());
             }
             e.last_ack_at = Some(now);
-            self.store.put_entry(&e, &[]).await?;
+            self.inner.store.put_entry(&e, &[]).await?;
             self.reply(origin, path, text).await;
             Ok(())
         })
@@ -306,13 +306,13 @@ impl App {
     }
 
     /// Loads the key's entry, creating it (with a fresh session) on first contact.
-    pub(crate) async fn load_or_create(&self, origin: &Origin, key: &SessionKey) -> Result<SessionEntry, AppError> {
+    pub(in crate::app) async fn load_or_create(&self, origin: &Origin, key: &SessionKey) -> Result<SessionEntry, AppError> {
         retry_cas(|| async move {
-            if let Some(e) = self.store.get_entry(key).await? {
+            if let Some(e) = self.inner.store.get_entry(key).await? {
                 return Ok(e);
             }
-            let now = self.clock.now();
-            let fresh = SessionEntry::new(key.clone(), SessionId::generate(now, &self.cfg.tz), origin.clone(), now);
+            let now = self.inner.clock.now();
+            let fresh = SessionEntry::new(key.clone(), SessionId::generate(now, &self.inner.cfg.tz), origin.clone(), now);
             let rec = SessionRecord {
                 session_id: fresh.session_id.clone(),
                 session_key: key.clone(),
@@ -322,7 +322,7 @@ impl App {
                 ended_at: None,
                 end_reason: None,
             };
-            Ok(self.store.put_entry(&fresh, &[SessionChange::Start(rec)]).await?)
+            Ok(self.inner.store.put_entry(&fresh, &[SessionChange::Start(rec)]).await?)
         })
         .await
     }

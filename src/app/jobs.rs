@@ -31,13 +31,13 @@ pub const SKIPPED_JOBS_KEY: &str = "jobs_file_skipped";
 
 impl App {
     /// Builds a new job from a validated spec (refuses past one-shots and existing ids).
-    pub async fn create_job(&self, spec: JobSpec, declared: bool) -> Result<Job, AppError> {
+    pub(in crate::app) async fn create_job(&self, spec: JobSpec, declared: bool) -> Result<Job, AppError> {
         if spec.past_one_shot {
             return Err(AppError::BadRequest(format!("the one-shot time of `{}` is in the past; {}", spec.id, schedule::ACCEPTED)));
         }
-        let now = self.clock.now();
-        let job = Job::from_spec(&spec, declared, now, self.cfg.tz);
-        let job = match self.store.put_job(&job).await {
+        let now = self.inner.clock.now();
+        let job = Job::from_spec(&spec, declared, now, self.inner.cfg.tz);
+        let job = match self.inner.store.put_job(&job).await {
             Ok(j) => j,
             Err(StoreError::Conflict(_)) => return Err(AppError::BadRequest(format!("a job with id `{}` already exists", spec.id))),
             Err(e) => return Err(e.into()),
@@ -48,11 +48,11 @@ impl App {
     }
 
     /// Finds a job by id, else by exact name.
-    pub async fn find_job(&self, id_or_name: &str) -> Result<Job, AppError> {
-        if let Some(j) = self.store.get_job(id_or_name).await? {
+    pub(in crate::app) async fn find_job(&self, id_or_name: &str) -> Result<Job, AppError> {
+        if let Some(j) = self.inner.store.get_job(id_or_name).await? {
             return Ok(j);
         }
-        let all = self.store.list_jobs().await?;
+        let all = self.inner.store.list_jobs().await?;
         let mut hits = all.into_iter().filter(|j| j.name == id_or_name);
         match (hits.next(), hits.next()) {
             (Some(j), None) => Ok(j),
@@ -62,7 +62,7 @@ impl App {
     }
 
     /// Applies `f` to a job with compare-and-set and re-arms it.
-    pub(crate) async fn modify_job<F>(&self, id: &str, f: F) -> Result<Job, AppError>
+    pub(in crate::app) async fn modify_job<F>(&self, id: &str, f: F) -> Result<Job, AppError>
     where
         F: Fn(&mut Job) -> Result<(), AppError>,
     {
@@ -70,7 +70,7 @@ impl App {
         retry_cas(|| async move {
             let mut j = self.find_job(id).await?;
             f(&mut j)?;
-            let j = self.store.put_job(&j).await?;
+            let j = self.inner.store.put_job(&j).await?;
             self.rearm(&j).await;
             Ok(j)
         })
@@ -78,10 +78,10 @@ impl App {
     }
 
     /// Updates definition fields from a JSON patch (same field names as jobs.json).
-    pub async fn update_job(&self, id: &str, patch: &Value) -> Result<Job, AppError> {
+    pub(in crate::app) async fn update_job(&self, id: &str, patch: &Value) -> Result<Job, AppError> {
         let obj = patch.as_object().ok_or_else(|| AppError::BadRequest("the update must be a JSON object".into()))?;
-        let now = self.clock.now();
-        let tz = self.cfg.tz;
+        let now = self.inner.clock.now();
+        let tz = self.inner.cfg.tz;
         self.modify_job(id, |j| {
             let mut merged = serde_json::json!({
                 "id": j.id, "name": j.name, "schedule": j.schedule_text, "prompt": j.prompt, "skills": j.skills,
@@ -102,9 +102,9 @@ impl App {
     }
 
     /// Pauses or resumes a job.
-    pub async fn set_paused(&self, id: &str, paused: bool) -> Result<Job, AppError> {
-        let now = self.clock.now();
-        let tz = self.cfg.tz;
+    pub(in crate::app) async fn set_paused(&self, id: &str, paused: bool) -> Result<Job, AppError> {
+        let now = self.inner.clock.now();
+        let tz = self.inner.cfg.tz;
         self.modify_job(id, |j| {
             match (paused, j.state) {
                 (true, JobState::Scheduled | JobState::Running) => {
@@ -130,10 +130,10 @@ impl App {
     }
 
     /// Removes a job and cancels its timer.
-    pub async fn remove_job(&self, id: &str) -> Result<Job, AppError> {
+    pub(in crate::app) async fn remove_job(&self, id: &str) -> Result<Job, AppError> {
         let j = self.find_job(id).await?;
-        self.store.delete_job(&j.id).await?;
-        if let Err(e) = self.timers.cancel(&j.id).await {
+        self.inner.store.delete_job(&j.id).await?;
+        if let Err(e) = self.inner.timers.cancel(&j.id).await {
             tracing::error!(job_id = %j.id, error = %e, "could not cancel the timer; reconcile will retry");
         }
         Ok(j)
@@ -143,20 +143,20 @@ impl App {
     /// that left the file. A job that cannot be loaded is skipped with its reason (kept in the
     /// store for `cron list --all`, `doctor` and the dashboard); a file that is not a job list
     /// changes nothing.
-    pub async fn sync_jobs_file(&self) -> Result<SyncReport, AppError> {
-        let path = self.home.join(&self.cfg.settings.cron.jobs_file);
+    pub(in crate::app) async fn sync_jobs_file(&self) -> Result<SyncReport, AppError> {
+        let path = self.inner.home.join(&self.inner.cfg.settings.cron.jobs_file);
         let mut report = SyncReport { file: path.display().to_string(), ..SyncReport::default() };
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                self.store.delete_meta(SKIPPED_JOBS_KEY).await?;
+                self.inner.store.delete_meta(SKIPPED_JOBS_KEY).await?;
                 return Ok(report);
             }
             Err(e) => return Err(AppError::BadRequest(format!("{}: cannot read: {e}", path.display()))),
         };
-        let now = self.clock.now();
-        let mut file = jobfile::parse_file(&text, &report.file, now, self.cfg.tz).map_err(|e| AppError::BadRequest(e.to_string()))?;
-        let existing = self.store.list_jobs().await?;
+        let now = self.inner.clock.now();
+        let mut file = jobfile::parse_file(&text, &report.file, now, self.inner.cfg.tz).map_err(|e| AppError::BadRequest(e.to_string()))?;
+        let existing = self.inner.store.list_jobs().await?;
         file.skip_new_past_one_shots(|id| existing.iter().any(|j| j.id == id));
         for s in &file.jobs {
             match existing.iter().find(|j| j.id == s.id) {
@@ -165,7 +165,7 @@ impl App {
                     report.created.push(s.id.clone());
                 }
                 Some(_) => {
-                    let tz = self.cfg.tz;
+                    let tz = self.inner.cfg.tz;
                     self.modify_job(&s.id, |j| {
                         j.declared = true;
                         j.extra = s.extra.clone();
@@ -191,7 +191,7 @@ impl App {
             tracing::warn!(file = %report.file, "skipped {k}");
         }
         let skipped = serde_json::to_string(&file.skipped).map_err(|e| AppError::BadRequest(e.to_string()))?;
-        self.store.put_meta(SKIPPED_JOBS_KEY, &skipped).await?;
+        self.inner.store.put_meta(SKIPPED_JOBS_KEY, &skipped).await?;
         report.skipped = file.skipped;
         tracing::info!(
             created = report.created.len(),
@@ -204,27 +204,27 @@ impl App {
     }
 
     /// The jobs the last jobs.json sync skipped, with their reasons.
-    pub async fn skipped_jobs(&self) -> Result<Vec<SkippedJob>, AppError> {
-        let raw = self.store.get_meta(SKIPPED_JOBS_KEY).await?;
+    pub(in crate::app) async fn skipped_jobs(&self) -> Result<Vec<SkippedJob>, AppError> {
+        let raw = self.inner.store.get_meta(SKIPPED_JOBS_KEY).await?;
         // A record this version cannot read is shown as nothing rather than failing a listing.
         Ok(raw.and_then(|r| serde_json::from_str(&r).ok()).unwrap_or_default())
     }
 
     /// The ticker's job pass: fires every due job through the shared path and purges jobs
     /// completed more than 7 days ago. With `wait`, returns after the runs.
-    pub async fn tick_jobs(&self, wait: bool) -> Result<usize, AppError> {
-        let now = self.clock.now();
+    pub(in crate::app) async fn tick_jobs(&self, wait: bool) -> Result<usize, AppError> {
+        let now = self.inner.clock.now();
         // With a managed provider the ticker is only a safety net: it fires what the
         // provider should have fired well before (claims make a double fire harmless).
-        let due_before = if self.timers.provider() == crate::ports::TimerProvider::Builtin {
+        let due_before = if self.inner.timers.provider() == crate::ports::TimerProvider::Builtin {
             now
         } else {
-            now - Duration::seconds(2 * self.cfg.settings.cron.tick_interval_seconds as i64 + 60)
+            now - Duration::seconds(2 * self.inner.cfg.settings.cron.tick_interval_seconds as i64 + 60)
         };
-        let due = self.store.due_jobs(due_before, 500).await?;
-        if self.timers.provider().is_managed() && !due.is_empty() {
+        let due = self.inner.store.due_jobs(due_before, 500).await?;
+        if self.inner.timers.provider().is_managed() && !due.is_empty() {
             tracing::warn!(
-                provider = %self.timers.provider(),
+                provider = %self.inner.timers.provider(),
                 jobs = due.len(),
                 "overdue jobs the timer provider did not fire; the ticker runs them"
             );
@@ -246,9 +246,9 @@ impl App {
                 t.await.ok();
             }
         }
-        for j in self.store.list_jobs().await? {
+        for j in self.inner.store.list_jobs().await? {
             if j.state == JobState::Completed && j.completed_at.is_some_and(|c| now - c > Duration::days(COMPLETED_RETENTION_DAYS)) {
-                self.store.delete_job(&j.id).await?;
+                self.inner.store.delete_job(&j.id).await?;
             }
         }
         Ok(n)
@@ -258,19 +258,23 @@ impl App {
 impl App {
     /// Makes the provider's timers match the store (startup, every tick, after fires).
     /// Failures are recorded for `cron status` and retried next time.
-    pub async fn reconcile_timers(&self) -> Result<crate::ports::ReconcileReport, AppError> {
-        let jobs = self.store.list_jobs().await?;
-        match self.timers.reconcile(&jobs).await {
+    pub(in crate::app) async fn reconcile_timers(&self) -> Result<crate::ports::ReconcileReport, AppError> {
+        let jobs = self.inner.store.list_jobs().await?;
+        match self.inner.timers.reconcile(&jobs).await {
             Ok(r) => {
-                let _ = self.store.delete_meta("timers_last_error").await;
+                let _ = self.inner.store.delete_meta("timers_last_error").await;
                 if r.armed + r.cancelled > 0 {
-                    tracing::info!(provider = %self.timers.provider(), armed = r.armed, cancelled = r.cancelled, "timers reconciled");
+                    tracing::info!(provider = %self.inner.timers.provider(), armed = r.armed, cancelled = r.cancelled, "timers reconciled");
                 }
                 Ok(r)
             }
             Err(e) => {
-                tracing::error!(provider = %self.timers.provider(), error = %e, "timer reconcile failed; will retry");
-                let _ = self.store.put_meta("timers_last_error", &format!("{} reconcile: {e}", self.clock.now().to_rfc3339())).await;
+                tracing::error!(provider = %self.inner.timers.provider(), error = %e, "timer reconcile failed; will retry");
+                let _ = self
+                    .inner
+                    .store
+                    .put_meta("timers_last_error", &format!("{} reconcile: {e}", self.inner.clock.now().to_rfc3339()))
+                    .await;
                 Err(AppError::BadRequest(format!("timer provider: {e}")))
             }
         }

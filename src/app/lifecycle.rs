@@ -9,12 +9,17 @@ impl App {
     /// Ends the key's current session with `reason` and starts a new one (optionally titled),
     /// emptying the pending slot. A running turn is asked to stop. Returns the new id, or
     /// None if the key is unknown. (Callers that also drop the FIFO call `queue_clear`.)
-    pub async fn reset_session(&self, key: &SessionKey, reason: &str, title: Option<String>) -> Result<Option<SessionId>, AppError> {
+    pub(in crate::app) async fn reset_session(
+        &self,
+        key: &SessionKey,
+        reason: &str,
+        title: Option<String>,
+    ) -> Result<Option<SessionId>, AppError> {
         for _ in 0..64 {
-            let Some(cur) = self.store.get_entry(key).await? else { return Ok(None) };
-            let now = self.clock.now();
+            let Some(cur) = self.inner.store.get_entry(key).await? else { return Ok(None) };
+            let now = self.inner.clock.now();
             let mut next = cur.clone();
-            next.session_id = SessionId::generate(now, &self.cfg.tz);
+            next.session_id = SessionId::generate(now, &self.inner.cfg.tz);
             next.updated_at = now;
             next.input_tokens = 0;
             next.output_tokens = 0;
@@ -37,7 +42,7 @@ impl App {
             };
             let changes =
                 [SessionChange::End { session_id: cur.session_id.clone(), reason: reason.to_string(), at: now }, SessionChange::Start(rec)];
-            match self.store.put_entry(&next, &changes).await {
+            match self.inner.store.put_entry(&next, &changes).await {
                 Ok(e) => return Ok(Some(e.session_id)),
                 Err(StoreError::Conflict(_)) => continue,
                 Err(e) => return Err(e.into()),

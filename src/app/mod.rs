@@ -1,5 +1,10 @@
 //! Use cases, written against the ports only: `handle_inbound` (a chat message), the agent
-//! turn, and (in later modules) fires, recovery and ticks.
+//! turn, fires, job management, recovery and ticks.
+//!
+//! Transports see [`App`] only as a handle handing out three services (`services/`):
+//! [`Sessions`], [`Jobs`] and [`Recovery`]. The ports and settings live in one private
+//! `Inner` shared by all of them; the use-case code (`impl App` blocks in the sibling
+//! modules, and the tools) reaches them as `self.inner.*`.
 //!
 //! Knows no HTTP, SQL or vendor SDK: transports call in with parsed values, adapters are
 //! reached through `Arc<dyn Port>`.
@@ -17,6 +22,7 @@ mod inbound;
 mod jobs;
 mod lifecycle;
 mod recovery;
+mod services;
 mod status;
 pub mod tools;
 mod turns;
@@ -24,7 +30,7 @@ mod turns;
 pub use fire::FireStatus;
 pub use inbound::{Inbound, Outcome, REFUSAL, ReplyPath};
 pub use jobs::{SKIPPED_JOBS_KEY, SyncReport};
-pub use recovery::Live;
+pub use services::{Jobs, Recovery, Reset, Sessions};
 pub use status::LAST_TICK_KEY;
 pub use tools::job_view;
 
@@ -34,9 +40,39 @@ use crate::ports::{Clock, Delivery, Llm, LlmError, Store, StoreError, Target, Ti
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// Everything a use case needs: settings and ports. Cheap to clone.
+/// The process's use cases: a cheap handle (one `Arc`) that hands out the services
+/// ([`App::sessions`], [`App::jobs`], [`App::recovery`]) and a few read-only views of the
+/// settings the edges need. Its ports and settings are private to `app`.
 #[derive(Clone)]
 pub struct App {
+    pub(in crate::app) inner: Arc<Inner>,
+}
+
+/// The app's ports and settings, shared by every service; visible only inside `app`.
+pub(in crate::app) struct Inner {
+    /// Loaded configuration.
+    pub(in crate::app) cfg: Arc<Loaded>,
+    /// `$HERMES_HOME`.
+    pub(in crate::app) home: PathBuf,
+    /// The store.
+    pub(in crate::app) store: Arc<dyn Store>,
+    /// The model.
+    pub(in crate::app) llm: Arc<dyn Llm>,
+    /// Outbound platforms.
+    pub(in crate::app) delivery: Arc<dyn Delivery>,
+    /// Timer provider for job occurrences.
+    pub(in crate::app) timers: Arc<dyn Timers>,
+    /// Time.
+    pub(in crate::app) clock: Arc<dyn Clock>,
+    /// This process's live state (accepting flag, running turns). Never needed for
+    /// correctness across processes: the store is the truth.
+    pub(in crate::app) live: recovery::Live,
+    /// The tools the agent may be offered; built once at wiring time.
+    pub(in crate::app) tools: Arc<tools::ToolRegistry>,
+}
+
+/// What an [`App`] is built from: settings and adapters, chosen once at wiring time.
+pub struct Parts {
     /// Loaded configuration.
     pub cfg: Arc<Loaded>,
     /// `$HERMES_HOME`.
@@ -51,11 +87,10 @@ pub struct App {
     pub timers: Arc<dyn Timers>,
     /// Time.
     pub clock: Arc<dyn Clock>,
-    /// This process's live state (accepting flag, running turns). Never needed for
-    /// correctness across processes: the store is the truth.
-    pub live: Arc<Live>,
-    /// The tools the agent may be offered; built once at wiring time.
+    /// The tools the agent may be offered.
     pub tools: Arc<tools::ToolRegistry>,
+    /// The lease owner id of this process (default: `<host>:<pid>`).
+    pub owner: Option<String>,
 }
 
 /// Use-case failures; mapped to HTTP in `http/error.rs`.
@@ -79,23 +114,33 @@ pub enum AppError {
 }
 
 impl App {
+    /// Builds the app from its parts (once per process, or per test).
+    pub fn new(parts: Parts) -> Self {
+        let Parts { cfg, home, store, llm, delivery, timers, clock, tools, owner } = parts;
+        let mut live = recovery::Live::default();
+        if let Some(owner) = owner {
+            live.owner = owner;
+        }
+        Self { inner: Arc::new(Inner { cfg, home, store, llm, delivery, timers, clock, live, tools }) }
+    }
+
     /// The session-key switches from settings.
-    pub fn key_rules(&self) -> KeyRules {
+    pub(in crate::app) fn key_rules(&self) -> KeyRules {
         KeyRules {
-            group_sessions_per_user: self.cfg.settings.group_sessions_per_user,
-            thread_sessions_per_user: self.cfg.settings.thread_sessions_per_user,
+            group_sessions_per_user: self.inner.cfg.settings.group_sessions_per_user,
+            thread_sessions_per_user: self.inner.cfg.settings.thread_sessions_per_user,
         }
     }
 
     /// Whether replies to this origin go out through a platform channel (not only returned
     /// to the caller): the delivery port knows which platforms it reaches.
-    pub fn delivers_to(&self, origin: &Origin) -> bool {
-        self.delivery.delivers_to(&origin.platform)
+    pub(in crate::app) fn delivers_to(&self, origin: &Origin) -> bool {
+        self.inner.delivery.delivers_to(&origin.platform)
     }
 
     /// Sends a reply produced while handling one message along its [`ReplyPath`]: to the
     /// origin, or nowhere when the transport answers from the outcome itself.
-    pub(crate) async fn reply(&self, origin: &Origin, path: ReplyPath, text: &str) -> bool {
+    pub(in crate::app) async fn reply(&self, origin: &Origin, path: ReplyPath, text: &str) -> bool {
         match path {
             ReplyPath::Origin => self.send_to_origin(origin, text).await,
             ReplyPath::Caller => false,
@@ -103,12 +148,12 @@ impl App {
     }
 
     /// Sends `text` to an origin's chat; failures are logged, never lost silently.
-    pub async fn send_to_origin(&self, origin: &Origin, text: &str) -> bool {
+    pub(in crate::app) async fn send_to_origin(&self, origin: &Origin, text: &str) -> bool {
         if !self.delivers_to(origin) || text.is_empty() {
             return false;
         }
         let target = Target { platform: origin.platform.clone(), chat_id: origin.chat_id.clone(), thread_id: origin.thread_id.clone() };
-        match self.delivery.send(&target, text).await {
+        match self.inner.delivery.send(&target, text).await {
             Ok(()) => true,
             Err(e) => {
                 tracing::error!(platform = %target.platform, chat_id = %target.chat_id, error = %e, "delivery to origin failed");
@@ -118,8 +163,8 @@ impl App {
     }
 
     /// The system prompt: `$HERMES_HOME/SOUL.md` when present, else the default.
-    pub fn system_prompt(&self) -> String {
-        std::fs::read_to_string(self.home.join("SOUL.md"))
+    pub(in crate::app) fn system_prompt(&self) -> String {
+        std::fs::read_to_string(self.inner.home.join("SOUL.md"))
             .ok()
             .filter(|s| !s.trim().is_empty())
             .unwrap_or_else(|| crate::core::prompt::DEFAULT_SYSTEM_PROMPT.to_string())

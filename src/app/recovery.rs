@@ -70,19 +70,19 @@ fn pid_alive(pid: u32) -> bool {
 
 impl App {
     /// Whether a lease is an interrupted turn (see [`recovery::abandoned`]).
-    pub(crate) fn lease_abandoned(&self, lease: &Lease, unclean_start: bool) -> bool {
-        recovery::abandoned(lease, self.clock.now(), &self.live.owner, pid_alive, unclean_start)
+    pub(in crate::app) fn lease_abandoned(&self, lease: &Lease, unclean_start: bool) -> bool {
+        recovery::abandoned(lease, self.inner.clock.now(), &self.inner.live.owner, pid_alive, unclean_start)
     }
 
     /// Marks the key's interrupted turn, if its lease is still the one observed.
-    pub(crate) async fn mark_interrupted(&self, key: &SessionKey, observed: &Lease) -> Result<(), AppError> {
-        let Some(mut e) = self.store.get_entry(key).await? else { return Ok(()) };
+    pub(in crate::app) async fn mark_interrupted(&self, key: &SessionKey, observed: &Lease) -> Result<(), AppError> {
+        let Some(mut e) = self.inner.store.get_entry(key).await? else { return Ok(()) };
         if e.lease.as_ref().is_none_or(|l| l.token != observed.token) {
             return Ok(());
         }
-        recovery::mark_interrupted(&mut e, RESTART_INTERRUPTED, self.clock.now(), self.cfg.settings.restart_loop_threshold);
+        recovery::mark_interrupted(&mut e, RESTART_INTERRUPTED, self.inner.clock.now(), self.inner.cfg.settings.restart_loop_threshold);
         tracing::warn!(session_key = %key, interruptions = e.interruptions, suspended = e.suspended, "interrupted turn found");
-        match self.store.put_entry(&e, &[]).await {
+        match self.inner.store.put_entry(&e, &[]).await {
             Ok(_) | Err(StoreError::Conflict(_)) => Ok(()),
             Err(err) => Err(err.into()),
         }
@@ -90,13 +90,13 @@ impl App {
 
     /// One sweep over keys that need attention: marks interrupted turns, then wakes every
     /// key with stored work and no running turn. With `wait`, returns after those turns.
-    pub async fn sweep(&self, unclean_start: bool, wait: bool) -> Result<usize, AppError> {
+    pub(in crate::app) async fn sweep(&self, unclean_start: bool, wait: bool) -> Result<usize, AppError> {
         self.recover_jobs(unclean_start).await?;
-        let keys = self.store.wake_candidates(self.clock.now(), unclean_start).await?;
+        let keys = self.inner.store.wake_candidates(self.inner.clock.now(), unclean_start).await?;
         let mut tasks = Vec::new();
         for key in keys {
             if unclean_start
-                && let Some(e) = self.store.get_entry(&key).await?
+                && let Some(e) = self.inner.store.get_entry(&key).await?
                 && let Some(l) = e.lease.as_ref().filter(|l| self.lease_abandoned(l, true))
             {
                 self.mark_interrupted(&key, l).await?;
@@ -119,9 +119,9 @@ impl App {
 
     /// Startup recovery of `serve`: consumes the clean-shutdown marker; without it every
     /// lease still present counts as interrupted (unless its process is alive on this host).
-    pub async fn startup_sweep(&self) -> Result<bool, AppError> {
-        let clean = self.store.get_meta(CLEAN_SHUTDOWN_KEY).await?.is_some();
-        self.store.delete_meta(CLEAN_SHUTDOWN_KEY).await?;
+    pub(in crate::app) async fn startup_sweep(&self) -> Result<bool, AppError> {
+        let clean = self.inner.store.get_meta(CLEAN_SHUTDOWN_KEY).await?.is_some();
+        self.inner.store.delete_meta(CLEAN_SHUTDOWN_KEY).await?;
         let n = self.sweep(!clean, false).await?;
         tracing::info!(previous_exit = if clean { "clean" } else { "unclean" }, woken = n, "startup recovery sweep");
         Ok(clean)
@@ -129,19 +129,19 @@ impl App {
 
     /// Clean shutdown, step 1: stop taking turns, tell each chat with a running turn, and
     /// mark those sessions `resume_pending(shutdown_timeout)` before draining.
-    pub async fn begin_shutdown(&self) {
-        self.live.accepting.store(false, Ordering::SeqCst);
-        for (key, token, origin) in self.live.running() {
+    pub(in crate::app) async fn begin_shutdown(&self) {
+        self.inner.live.accepting.store(false, Ordering::SeqCst);
+        for (key, token, origin) in self.inner.live.running() {
             self.send_to_origin(&origin, RESTART_NOTICE).await;
             for _ in 0..16 {
-                let Ok(Some(mut e)) = self.store.get_entry(&key).await else { break };
+                let Ok(Some(mut e)) = self.inner.store.get_entry(&key).await else { break };
                 if e.lease.as_ref().is_none_or(|l| l.token != token) {
                     break;
                 }
                 e.resume_pending = true;
                 e.resume_reason = Some(SHUTDOWN_TIMEOUT.into());
-                e.last_resume_marked_at = Some(self.clock.now());
-                match self.store.put_entry(&e, &[]).await {
+                e.last_resume_marked_at = Some(self.inner.clock.now());
+                match self.inner.store.put_entry(&e, &[]).await {
                     Err(StoreError::Conflict(_)) => continue,
                     Ok(_) => break,
                     Err(err) => {
@@ -155,19 +155,19 @@ impl App {
 
     /// Clean shutdown, step 2: waits up to `timeout` for running turns; writes the
     /// clean-shutdown marker only if they all finished. Returns whether they did.
-    pub async fn finish_shutdown(&self, timeout: Duration) -> bool {
+    pub(in crate::app) async fn finish_shutdown(&self, timeout: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + timeout;
-        while !self.live.running().is_empty() && tokio::time::Instant::now() < deadline {
+        while !self.inner.live.running().is_empty() && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        let drained = self.live.running().is_empty();
+        let drained = self.inner.live.running().is_empty();
         if drained {
-            if let Err(e) = self.store.put_meta(CLEAN_SHUTDOWN_KEY, &self.clock.now().to_rfc3339()).await {
+            if let Err(e) = self.inner.store.put_meta(CLEAN_SHUTDOWN_KEY, &self.inner.clock.now().to_rfc3339()).await {
                 tracing::error!(error = %e, "could not write the clean-shutdown marker");
                 return false;
             }
         } else {
-            tracing::warn!(still_running = self.live.running().len(), "drain timed out; sessions stay marked for resume");
+            tracing::warn!(still_running = self.inner.live.running().len(), "drain timed out; sessions stay marked for resume");
         }
         drained
     }

@@ -10,34 +10,34 @@ pub const LAST_TICK_KEY: &str = "last_tick";
 
 impl App {
     /// The scheduler's status as JSON.
-    pub async fn cron_status(&self) -> Result<Value, AppError> {
-        let choice = crate::config::provider::choose(&self.cfg, false);
-        let jobs = self.store.list_jobs().await?;
+    pub(in crate::app) async fn cron_status(&self) -> Result<Value, AppError> {
+        let choice = crate::config::provider::choose(&self.inner.cfg, false);
+        let jobs = self.inner.store.list_jobs().await?;
         let armed: Vec<Value> = jobs.iter().filter(|j| j.armed()).map(|j| json!({"job_id": j.id, "fire_at": j.next_run_at})).collect();
         Ok(json!({
-            "provider": self.timers.provider().as_str(),
+            "provider": self.inner.timers.provider().as_str(),
             "configured_choice": choice.provider,
             "why": choice.why,
             "missing": choice.missing,
             "jobs": jobs.len(),
             "armed": armed,
-            "last_tick": self.store.get_meta(LAST_TICK_KEY).await?,
-            "last_timer_error": self.store.get_meta("timers_last_error").await?,
-            "store": self.store.kind(),
+            "last_tick": self.inner.store.get_meta(LAST_TICK_KEY).await?,
+            "last_timer_error": self.inner.store.get_meta("timers_last_error").await?,
+            "store": self.inner.store.kind(),
         }))
     }
 
     /// `/status` lines about the model: the configured one (and its fallbacks) and the one
     /// that wrote the last answer of this session.
-    pub(crate) async fn status_model(&self, e: &SessionEntry) -> Vec<String> {
-        let m = &self.cfg.model;
+    pub(in crate::app) async fn status_model(&self, e: &SessionEntry) -> Vec<String> {
+        let m = &self.inner.cfg.model;
         let mut line = format!("Model: {} ({})", m.primary.model, m.primary.provider);
         if !m.fallbacks.is_empty() {
             let f: Vec<String> = m.fallbacks.iter().map(|f| format!("{} ({})", f.model, f.provider)).collect();
             line.push_str(&format!(", fallbacks: {}", f.join(", ")));
         }
         let mut out = vec![line];
-        let recent = self.store.recent_messages(&e.session_id, 50).await.unwrap_or_default();
+        let recent = self.inner.store.recent_messages(&e.session_id, 50).await.unwrap_or_default();
         if let Some(last) = recent.iter().rev().find_map(|msg| msg.model.as_deref()) {
             out.push(format!("Last answer by: {last}"));
         }
@@ -45,8 +45,8 @@ impl App {
     }
 
     /// `/status` lines about the next scheduled jobs of this chat.
-    pub(crate) async fn status_jobs(&self, e: &SessionEntry) -> Vec<String> {
-        let Ok(jobs) = self.store.list_jobs().await else { return vec![] };
+    pub(in crate::app) async fn status_jobs(&self, e: &SessionEntry) -> Vec<String> {
+        let Ok(jobs) = self.inner.store.list_jobs().await else { return vec![] };
         let mut mine: Vec<_> = jobs
             .into_iter()
             .filter(|j| j.armed() && j.origin.as_ref().is_some_and(|o| o.platform == e.origin.platform && o.chat_id == e.origin.chat_id))
@@ -57,7 +57,7 @@ impl App {
         }
         let mut out = vec!["Next scheduled jobs:".to_string()];
         for j in mine.iter().take(5) {
-            let at = j.next_run_at.map(|t| t.with_timezone(&self.cfg.tz).format("%Y-%m-%d %H:%M").to_string()).unwrap_or_default();
+            let at = j.next_run_at.map(|t| t.with_timezone(&self.inner.cfg.tz).format("%Y-%m-%d %H:%M").to_string()).unwrap_or_default();
             out.push(format!("• {} — {} ({})", j.name, at, j.schedule.display()));
         }
         out

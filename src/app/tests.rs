@@ -2,10 +2,10 @@
 //! model and delivery ports: time rules are driven through the clock port, never sleeps.
 
 use crate::app::{App, Inbound, ReplyPath};
-use crate::config::{Env, parse_yaml};
+
 use crate::core::ids::{ChatType, Origin, SessionKey};
 use crate::ports::{ChatRequest, ChatResponse, Delivery, DeliveryError, Llm, LlmError, ManualClock, QueuedItem, Target};
-use crate::store::sqlite::SqliteStore;
+use crate::test_support::{CountingLlm, TestApp};
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
 use std::sync::{Arc, Mutex};
@@ -47,24 +47,11 @@ struct Kit {
 }
 
 fn kit(yaml: &str, start: &str) -> Kit {
-    let (settings, _) = parse_yaml(yaml, "test").unwrap();
-    let mut cfg = crate::config::load_settings(std::path::Path::new("/nonexistent-home"), None, &Env::default()).unwrap();
-    cfg.tz = settings.timezone.parse().unwrap();
-    cfg.settings = settings;
-    let clock = Arc::new(ManualClock::new(start.parse::<DateTime<Utc>>().unwrap()));
+    let now = start.parse::<DateTime<Utc>>().unwrap();
+    let clock = Arc::new(ManualClock::new(now));
     let llm = Arc::new(EchoLlm::default());
     let outbox = Arc::new(Outbox::default());
-    let app = App {
-        cfg: Arc::new(cfg),
-        home: "/nonexistent-home".into(),
-        store: Arc::new(SqliteStore::in_memory().unwrap()),
-        llm: llm.clone(),
-        delivery: outbox.clone(),
-        clock: clock.clone(),
-        live: Arc::default(),
-        timers: Arc::new(crate::ports::PollingTimers),
-        tools: Arc::new(crate::app::tools::builtin()),
-    };
+    let app = TestApp::new(now).yaml(yaml).home("/nonexistent-home").clock(clock.clone()).llm(llm.clone()).delivery(outbox.clone()).build();
     Kit { app, clock, llm, outbox }
 }
 
@@ -90,7 +77,7 @@ async fn idle_reset_starts_a_fresh_session_with_notice_and_note() {
     assert!(req.messages[0].content.contains("fresh conversation"), "{}", req.messages[0].content);
     let users: Vec<&str> = req.messages.iter().filter(|m| m.role == crate::core::session::Role::User).map(|m| m.content.as_str()).collect();
     assert_eq!(users, ["back again"]);
-    let old = k.app.store.get_session(&crate::core::ids::SessionId::parse(&first.session_id).unwrap()).await.unwrap().unwrap();
+    let old = k.app.inner.store.get_session(&crate::core::ids::SessionId::parse(&first.session_id).unwrap()).await.unwrap().unwrap();
     assert_eq!(old.end_reason.as_deref(), Some("session_reset"));
     // The flag is consumed: the next message has no notice and no note.
     let third = k.app.handle_inbound(inbound("api", "and again")).await.unwrap();
@@ -132,7 +119,7 @@ async fn no_reset_while_queued_work_waits() {
     let first = k.app.handle_inbound(inbound("api", "hello")).await.unwrap();
     let key = SessionKey::parse(&first.session_key).unwrap();
     let item = QueuedItem { text: "queued earlier".into(), message_id: None, at: k.clock.now_for_test() };
-    k.app.store.queue_push(&key, &item, 32, None).await.unwrap();
+    k.app.inner.store.queue_push(&key, &item, 32, None).await.unwrap();
     k.clock.advance(Duration::hours(5));
     let second = k.app.handle_inbound(inbound("api", "now")).await.unwrap();
     assert_eq!(first.session_id, second.session_id);
@@ -171,27 +158,27 @@ async fn sync_keeps_a_stored_recurring_bare_duration_and_makes_new_ones_one_shot
     let now: DateTime<Utc> = "2026-03-01T10:00:00Z".parse().unwrap();
     let home = std::env::temp_dir().join(format!("hz-unit-sync-{}-{:08x}", std::process::id(), rand::random::<u32>()));
     std::fs::create_dir_all(home.join("cron")).unwrap();
-    let mut app = crate::test_support::app("{}", &Env::default(), now, crate::test_support::CountingLlm::new("ok"));
-    app.home = home.clone();
+    let store: Arc<dyn crate::ports::Store> = Arc::new(crate::store::sqlite::SqliteStore::in_memory().unwrap());
+    let app = TestApp::new(now).yaml("{}").home(&home).store(store.clone()).llm(CountingLlm::new("ok")).build();
     // A job stored before bare durations became one-shots: `30m`, recurring.
     let file = r#"[{"id":"old","prompt":"p","schedule":"30m"},{"id":"new","prompt":"p","schedule":"45m"}]"#;
     let spec = crate::core::jobfile::parse_file(file, "f", now, chrono_tz::UTC).unwrap().jobs.remove(0);
     let mut old = crate::core::job::Job::from_spec(&spec, true, now, chrono_tz::UTC);
     old.schedule = Schedule::Interval { seconds: 1800 };
     old.next_run_at = Some(now + Duration::minutes(30));
-    app.store.put_job(&old).await.unwrap();
+    app.inner.store.put_job(&old).await.unwrap();
     std::fs::write(home.join("cron/jobs.json"), file).unwrap();
     let r = app.sync_jobs_file().await.unwrap();
     assert_eq!((r.created.clone(), r.updated.clone()), (vec!["new".to_string()], vec!["old".to_string()]));
-    let old = app.store.get_job("old").await.unwrap().unwrap();
+    let old = app.inner.store.get_job("old").await.unwrap().unwrap();
     assert_eq!(old.schedule, Schedule::Interval { seconds: 1800 }, "a stored recurring schedule stays as it is");
-    let new = app.store.get_job("new").await.unwrap().unwrap();
+    let new = app.inner.store.get_job("new").await.unwrap().unwrap();
     assert_eq!(new.schedule, Schedule::Once { at: now + Duration::minutes(45) });
     // A later sync does not push the one-shot forward.
     let later = now + Duration::minutes(10);
-    let app2 = App { clock: Arc::new(ManualClock::new(later)), ..app.clone() };
+    let app2 = TestApp::new(later).yaml("{}").home(&home).store(store).llm(CountingLlm::new("ok")).build();
     app2.sync_jobs_file().await.unwrap();
-    assert_eq!(app2.store.get_job("new").await.unwrap().unwrap().next_run_at, Some(now + Duration::minutes(45)));
+    assert_eq!(app2.inner.store.get_job("new").await.unwrap().unwrap().next_run_at, Some(now + Duration::minutes(45)));
     std::fs::remove_dir_all(&home).ok();
 }
 

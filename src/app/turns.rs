@@ -41,11 +41,11 @@ enum Next {
 
 impl App {
     /// A fresh lease owned by this process.
-    pub(crate) fn new_lease(&self) -> Lease {
-        let now = self.clock.now();
+    pub(in crate::app) fn new_lease(&self) -> Lease {
+        let now = self.inner.clock.now();
         Lease {
             token: format!("{:016x}", rand::random::<u64>()),
-            owner: self.live.owner.clone(),
+            owner: self.inner.live.owner.clone(),
             started_at: now,
             expires_at: now
                 + Duration::from_std(crate::app::budget::turn_budget(StdDuration::from_secs(TURN_BUDGET_SECS as u64)))
@@ -56,7 +56,7 @@ impl App {
 
     /// Applies `f` to the entry if `token` still holds its lease (compare-and-set, retried).
     /// Returns None when the lease was lost.
-    pub(crate) async fn update_leased<F>(
+    pub(in crate::app) async fn update_leased<F>(
         &self,
         key: &SessionKey,
         token: &str,
@@ -68,13 +68,13 @@ impl App {
     {
         let f = &f;
         retry_cas(|| async move {
-            let Some(mut e) = self.store.get_entry(key).await? else { return Ok(None) };
+            let Some(mut e) = self.inner.store.get_entry(key).await? else { return Ok(None) };
             if e.lease.as_ref().is_none_or(|l| l.token != token) {
                 tracing::warn!(session_key = %key, "lease lost (taken over or cleared)");
                 return Ok(None);
             }
             f(&mut e);
-            Ok(Some(self.store.put_entry(&e, changes).await?))
+            Ok(Some(self.inner.store.put_entry(&e, changes).await?))
         })
         .await
     }
@@ -82,13 +82,13 @@ impl App {
     /// Runs one turn for a leased entry whose input is already in the transcript: notes and
     /// notices for resets and resumes, the agent loop within its budget, the success update,
     /// and delivery to the origin.
-    pub(crate) async fn one_turn(&self, entry: &SessionEntry) -> Result<TurnReport, AppError> {
+    pub(in crate::app) async fn one_turn(&self, entry: &SessionEntry) -> Result<TurnReport, AppError> {
         self.one_turn_replying(entry, ReplyPath::Origin).await
     }
 
     /// [`App::one_turn`], with its notices and reply sent along `path` (the first turn of a
     /// message whose transport answers it itself sends nothing to the origin).
-    pub(crate) async fn one_turn_replying(&self, entry: &SessionEntry, path: ReplyPath) -> Result<TurnReport, AppError> {
+    pub(in crate::app) async fn one_turn_replying(&self, entry: &SessionEntry, path: ReplyPath) -> Result<TurnReport, AppError> {
         let key = &entry.session_key;
         let token = entry.lease.as_ref().map(|l| l.token.clone()).unwrap_or_default();
         let mut notes = Vec::new();
@@ -96,7 +96,7 @@ impl App {
         if entry.was_auto_reset {
             let detail = entry.reset_detail.clone().unwrap_or_default();
             notes.push(reset::system_note(&detail));
-            let policy = self.cfg.settings.reset_rules().policy_for(&entry.origin.platform, entry.origin.chat_type);
+            let policy = self.inner.cfg.settings.reset_rules().policy_for(&entry.origin.platform, entry.origin.chat_type);
             let reason = entry.auto_reset_reason.unwrap_or(crate::core::session::ResetReason::Idle);
             if reset::should_notify(&policy, reason, entry.reset_had_activity, &entry.origin.platform) {
                 notices.push(reset::notice(&detail));
@@ -118,7 +118,7 @@ impl App {
             system: self.system_prompt(),
             origin: Some(entry.origin.clone()),
         };
-        let stop = || async { self.store.get_entry(key).await.ok().flatten().is_some_and(|e| e.interrupt_requested) };
+        let stop = || async { self.inner.store.get_entry(key).await.ok().flatten().is_some_and(|e| e.interrupt_requested) };
         let result = match tokio::time::timeout(budget, agent::run(self, spec, stop)).await {
             Ok(r) => r,
             Err(_) => {
@@ -127,7 +127,7 @@ impl App {
         };
         match result {
             Ok(out) => {
-                let now = self.clock.now();
+                let now = self.inner.clock.now();
                 self.update_leased(key, &token, &[], |e| {
                     e.input_tokens += out.input_tokens;
                     e.output_tokens += out.output_tokens;
@@ -161,30 +161,36 @@ impl App {
     /// Takes the next work under the lease (slot first, then FIFO head), or releases it.
     async fn take_next(&self, key: &SessionKey, token: &str) -> Result<Next, AppError> {
         retry_cas(|| async move {
-            let Some(e) = self.store.get_entry(key).await? else { return Ok(Next::Done) };
+            let Some(e) = self.inner.store.get_entry(key).await? else { return Ok(Next::Done) };
             if e.lease.as_ref().is_none_or(|l| l.token != token) {
                 return Ok(Next::Done);
             }
             let mut next = e.clone();
             next.lease = Some(Lease { token: token.to_string(), ..self.new_lease() });
             next.interrupt_requested = false;
-            if !self.live.accepting() {
+            if !self.inner.live.accepting() {
                 next.lease = None;
             } else if !e.pending.is_empty() {
                 let msgs = pending_messages(&mut next);
-                let n = self.store.put_entry(&next, &[SessionChange::Append { session_id: e.session_id.clone(), messages: msgs }]).await?;
+                let n = self
+                    .inner
+                    .store
+                    .put_entry(&next, &[SessionChange::Append { session_id: e.session_id.clone(), messages: msgs }])
+                    .await?;
                 return Ok(Next::Turn(Box::new(n)));
-            } else if self.store.queue_pop_into(key, &e.session_id).await?.is_some() {
-                return match self.store.put_entry(&next, &[]).await {
+            } else if self.inner.store.queue_pop_into(key, &e.session_id).await?.is_some() {
+                return match self.inner.store.put_entry(&next, &[]).await {
                     Ok(n) => Ok(Next::Turn(Box::new(n))),
                     // The item is in the transcript already; run it with the entry as it is now.
-                    Err(StoreError::Conflict(_)) => Ok(self.store.get_entry(key).await?.map_or(Next::Done, |e| Next::Turn(Box::new(e)))),
+                    Err(StoreError::Conflict(_)) => {
+                        Ok(self.inner.store.get_entry(key).await?.map_or(Next::Done, |e| Next::Turn(Box::new(e))))
+                    }
                     Err(err) => Err(err.into()),
                 };
             } else {
                 next.lease = None;
             }
-            self.store.put_entry(&next, &[]).await?;
+            self.inner.store.put_entry(&next, &[]).await?;
             Ok(Next::Done)
         })
         .await
@@ -192,11 +198,11 @@ impl App {
 
     /// After a turn answered inline: releases the lease if nothing waits, else runs the next
     /// turn and the rest of the drain in the background.
-    pub(crate) async fn continue_or_release(&self, key: SessionKey, token: String) -> Result<(), AppError> {
+    pub(in crate::app) async fn continue_or_release(&self, key: SessionKey, token: String) -> Result<(), AppError> {
         match self.take_next(&key, &token).await {
             Ok(Next::Done) => {
-                self.live.unregister(&key, &token);
-                if self.live.accepting() && !self.store.queue_list(&key).await?.is_empty() {
+                self.inner.live.unregister(&key, &token);
+                if self.inner.live.accepting() && !self.inner.store.queue_list(&key).await?.is_empty() {
                     self.kick(&key);
                 }
                 Ok(())
@@ -206,7 +212,7 @@ impl App {
                 tokio::spawn(async move {
                     if app.one_turn(&e).await.is_err() {
                         let _ = app.update_leased(&key, &token, &[], |e| e.lease = None).await;
-                        app.live.unregister(&key, &token);
+                        app.inner.live.unregister(&key, &token);
                     } else {
                         app.drain(key, token).await;
                     }
@@ -214,7 +220,7 @@ impl App {
                 Ok(())
             }
             Err(e) => {
-                self.live.unregister(&key, &token);
+                self.inner.live.unregister(&key, &token);
                 Err(e)
             }
         }
@@ -222,7 +228,7 @@ impl App {
 
     /// Drains the key's stored work under the lease, then releases it. If items arrived in
     /// the FIFO just after the release, wakes the key again so nothing waits for a sweep.
-    pub(crate) async fn drain(&self, key: SessionKey, token: String) {
+    pub(in crate::app) async fn drain(&self, key: SessionKey, token: String) {
         let started = tokio::time::Instant::now();
         loop {
             if started.elapsed() > StdDuration::from_secs(DRAIN_BUDGET_SECS) {
@@ -244,14 +250,14 @@ impl App {
                 }
             }
         }
-        self.live.unregister(&key, &token);
-        if self.live.accepting() && self.store.queue_list(&key).await.is_ok_and(|q| !q.is_empty()) {
+        self.inner.live.unregister(&key, &token);
+        if self.inner.live.accepting() && self.inner.store.queue_list(&key).await.is_ok_and(|q| !q.is_empty()) {
             self.kick(&key);
         }
     }
 
     /// Wakes a key in the background (see [`App::wake_key`]).
-    pub(crate) fn kick(&self, key: &SessionKey) {
+    pub(in crate::app) fn kick(&self, key: &SessionKey) {
         let app = self.clone();
         let key = key.clone();
         tokio::spawn(async move {
@@ -263,13 +269,13 @@ impl App {
 
     /// Runs stored work of a key that has no running turn: a due resume turn, pending slot
     /// messages, queued items. No-op when a live turn holds the lease.
-    pub async fn wake_key(&self, key: &SessionKey) -> Result<(), AppError> {
-        if !self.live.accepting() {
+    pub(in crate::app) async fn wake_key(&self, key: &SessionKey) -> Result<(), AppError> {
+        if !self.inner.live.accepting() {
             return Ok(());
         }
         retry_cas(|| async move {
-            let Some(cur) = self.store.get_entry(key).await? else { return Ok(()) };
-            let now = self.clock.now();
+            let Some(cur) = self.inner.store.get_entry(key).await? else { return Ok(()) };
+            let now = self.inner.clock.now();
             if let Some(l) = &cur.lease {
                 if self.lease_abandoned(l, false) {
                     self.mark_interrupted(key, l).await?;
@@ -282,11 +288,11 @@ impl App {
                 tracing::warn!(session_key = %key, "resume mark is older than an hour; not resuming");
                 next.resume_pending = false;
                 next.resume_reason = None;
-                self.store.put_entry(&next, &[]).await?;
+                self.inner.store.put_entry(&next, &[]).await?;
                 return again();
             }
             let resume = recovery::resume_due(&cur, now);
-            let queued = !self.store.queue_list(key).await?.is_empty();
+            let queued = !self.inner.store.queue_list(key).await?.is_empty();
             if !resume && cur.pending.is_empty() && !queued {
                 return Ok(());
             }
@@ -297,11 +303,11 @@ impl App {
             let first_turn = resume || !msgs.is_empty();
             let changes =
                 if msgs.is_empty() { vec![] } else { vec![SessionChange::Append { session_id: cur.session_id.clone(), messages: msgs }] };
-            let entry = self.store.put_entry(&next, &changes).await?;
-            self.live.register(key, &token, &entry.origin);
+            let entry = self.inner.store.put_entry(&next, &changes).await?;
+            self.inner.live.register(key, &token, &entry.origin);
             if first_turn && self.one_turn(&entry).await.is_err() {
                 let _ = self.update_leased(key, &token, &[], |e| e.lease = None).await;
-                self.live.unregister(key, &token);
+                self.inner.live.unregister(key, &token);
                 return Ok(());
             }
             self.drain(key.clone(), token).await;

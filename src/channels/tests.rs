@@ -3,12 +3,11 @@
 //! go out through its `send`, split at its limit.
 
 use crate::channels::{Channel, ChannelError, Channels, RawRequest, Received, Route, Sent, Unauthenticated, WebReply};
-use crate::config::Env;
 use crate::core::ids::{ChatType, Origin};
 use crate::core::inbound::{Inbound, ReplyPath};
 use crate::http::{HttpState, router};
 use crate::ports::{DeliveryError, Target};
-use crate::test_support::CountingLlm;
+use crate::test_support::{CountingLlm, TestApp};
 use async_trait::async_trait;
 use axum::body::{Body, to_bytes};
 use axum::http::{Request, StatusCode};
@@ -68,9 +67,9 @@ async fn a_registered_channel_gets_its_route_and_delivery() {
     let fake = Fake::default();
     let (parsed, sent) = (fake.parsed.clone(), fake.sent.clone());
     let llm = CountingLlm::new("hello world");
-    let mut app = crate::test_support::app("allow_all_users: true", &Env::default(), chrono::Utc::now(), llm.clone());
-    let channels = Arc::new(Channels::from_config(&app.cfg).with(fake));
-    app.delivery = channels.clone();
+    let t = TestApp::new(chrono::Utc::now()).yaml("allow_all_users: true").llm(llm.clone());
+    let channels = Arc::new(Channels::from_config(&t.loaded()).with(fake));
+    let app = t.delivery(channels.clone()).build();
     let state = Arc::new(HttpState {
         app,
         channels,
@@ -94,11 +93,11 @@ async fn a_registered_channel_gets_its_route_and_delivery() {
 
 #[test]
 fn a_registered_channel_denies_by_default() {
-    let mut app = crate::test_support::app("{}", &Env::default(), chrono::Utc::now(), CountingLlm::new("x"));
+    let t = || TestApp::new(chrono::Utc::now()).yaml("{}").llm(CountingLlm::new("x"));
     let fake = Origin::new("fake", "room", ChatType::Dm, Some("u1"), None).unwrap();
     let api = Origin { platform: "api".into(), ..fake.clone() };
-    assert!(app.is_allowed(&fake), "not a channel yet: authenticated elsewhere");
-    app.delivery = Arc::new(Channels::default().with(Fake::default()));
-    assert!(!app.is_allowed(&fake), "a chat platform without an allow list refuses everyone");
-    assert!(app.is_allowed(&api));
+    assert!(t().build().sessions().is_allowed(&fake), "not a channel yet: authenticated elsewhere");
+    let app = t().delivery(Arc::new(Channels::default().with(Fake::default()))).build();
+    assert!(!app.sessions().is_allowed(&fake), "a chat platform without an allow list refuses everyone");
+    assert!(app.sessions().is_allowed(&api));
 }

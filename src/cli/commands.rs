@@ -1,7 +1,7 @@
 //! Command bodies: each builds what it needs and calls the use cases.
 
 use super::{Command, SessionsCmd};
-use crate::app::{App, Inbound, ReplyPath};
+use crate::app::{App, Inbound, ReplyPath, Reset};
 use crate::config::Loaded;
 use crate::core::ids::{ChatType, Origin, SessionId, SessionKey};
 use crate::runtime;
@@ -45,7 +45,7 @@ async fn chat(app: App) -> anyhow::Result<ExitCode> {
     let user =
         std::env::var("USER").ok().filter(|u| !u.is_empty() && !u.contains(':') && !u.contains(' ')).unwrap_or_else(|| "operator".into());
     let origin = Origin::new("local", "terminal", ChatType::Dm, Some(&user), None)?;
-    println!("hermes-zero chat — model: {}, store: {}. Type /exit (or Ctrl-D) to leave.", app.llm.name(), app.store.kind());
+    println!("hermes-zero chat — model: {}, store: {}. Type /exit (or Ctrl-D) to leave.", app.model_name(), app.store_kind());
     let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(1);
     std::thread::spawn(move || {
         let stdin = std::io::stdin();
@@ -73,7 +73,7 @@ async fn chat(app: App) -> anyhow::Result<ExitCode> {
             user_name: Some(user.clone()),
             reply: ReplyPath::Origin,
         };
-        match app.handle_inbound(msg).await {
+        match app.sessions().handle_inbound(msg).await {
             Ok(out) => {
                 for n in &out.notices {
                     println!("{n}");
@@ -92,12 +92,13 @@ async fn chat(app: App) -> anyhow::Result<ExitCode> {
 async fn sessions(app: App, action: SessionsCmd) -> anyhow::Result<ExitCode> {
     match action {
         SessionsCmd::List { json } => {
-            let entries = app.store.list_entries(1000).await?;
+            let sessions = app.sessions();
+            let entries = sessions.list(1000).await?;
             if json {
                 let mut out = Vec::with_capacity(entries.len());
                 for e in &entries {
                     let mut v = serde_json::to_value(e)?;
-                    v["title"] = serde_json::json!(app.store.get_session(&e.session_id).await?.and_then(|r| r.title));
+                    v["title"] = serde_json::json!(sessions.record(&e.session_id).await?.and_then(|r| r.title));
                     out.push(v);
                 }
                 println!("{}", serde_json::to_string_pretty(&out)?);
@@ -106,8 +107,8 @@ async fn sessions(app: App, action: SessionsCmd) -> anyhow::Result<ExitCode> {
             } else {
                 println!("{:<48} {:<26} {:>6}  {:<20}  TITLE", "SESSION KEY", "SESSION ID", "MSGS", "UPDATED");
                 for e in entries {
-                    let n = app.store.count_messages(&e.session_id).await?;
-                    let title = app.store.get_session(&e.session_id).await?.and_then(|r| r.title).unwrap_or_default();
+                    let n = sessions.message_count(&e.session_id).await?;
+                    let title = sessions.record(&e.session_id).await?.and_then(|r| r.title).unwrap_or_default();
                     let at = e.updated_at.format("%Y-%m-%d %H:%M:%SZ");
                     println!("{:<48} {:<26} {:>6}  {at:<20}  {title}", e.session_key, e.session_id, n);
                 }
@@ -115,11 +116,10 @@ async fn sessions(app: App, action: SessionsCmd) -> anyhow::Result<ExitCode> {
         }
         SessionsCmd::Show { id, json } => {
             let id = SessionId::parse(&id)?;
-            let Some(rec) = app.store.get_session(&id).await? else {
+            let Some((rec, msgs)) = app.sessions().show(&id, usize::MAX >> 1).await? else {
                 eprintln!("no session {id}");
                 return Ok(ExitCode::FAILURE);
             };
-            let msgs = app.store.recent_messages(&id, usize::MAX >> 1).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&serde_json::json!({"session": rec, "messages": msgs}))?);
             } else {
@@ -140,9 +140,8 @@ async fn sessions(app: App, action: SessionsCmd) -> anyhow::Result<ExitCode> {
         }
         SessionsCmd::Reset { key } => {
             let key = SessionKey::parse(&key)?;
-            match app.reset_session(&key, "session_reset", None).await? {
-                Some(id) => {
-                    let dropped = app.store.queue_clear(&key).await?;
+            match app.sessions().reset(&key).await? {
+                Some(Reset { session_id: id, dropped }) => {
                     println!("{key}: new session {id} ({dropped} queued item(s) dropped)");
                 }
                 None => {

@@ -4,7 +4,6 @@
 use super::{CronCmd, JobFlags};
 use crate::app::{App, AppError, FireStatus};
 use crate::core::job::Job;
-use crate::core::jobfile;
 use crate::runtime::ticker;
 use serde_json::{Value, json};
 use std::process::ExitCode;
@@ -25,7 +24,7 @@ fn flags_json(v: &mut Value, f: &JobFlags) {
 }
 
 fn fmt_time(app: &App, t: Option<chrono::DateTime<chrono::Utc>>) -> String {
-    t.map_or_else(|| "-".into(), |t| t.with_timezone(&app.cfg.tz).format("%Y-%m-%d %H:%M %Z").to_string())
+    t.map_or_else(|| "-".into(), |t| t.with_timezone(&app.timezone()).format("%Y-%m-%d %H:%M %Z").to_string())
 }
 
 fn print_jobs(app: &App, jobs: &[Job]) {
@@ -63,13 +62,13 @@ async fn exec(app: &App, cmd: CronCmd) -> Result<(), AppError> {
     match cmd {
         CronCmd::List { all, json } => {
             let jobs: Vec<Job> = app
-                .store
-                .list_jobs()
+                .jobs()
+                .list()
                 .await?
                 .into_iter()
                 .filter(|j| all || j.armed() || j.state == crate::core::job::JobState::Paused)
                 .collect();
-            let skipped = if all { app.skipped_jobs().await? } else { Vec::new() };
+            let skipped = if all { app.jobs().skipped().await? } else { Vec::new() };
             if json {
                 let mut out: Vec<Value> = jobs.iter().map(crate::app::job_view).collect();
                 out.extend(
@@ -94,8 +93,7 @@ async fn exec(app: &App, cmd: CronCmd) -> Result<(), AppError> {
             if flags.name.is_none() {
                 v["id"] = json!(crate::core::job::new_id());
             }
-            let spec = jobfile::parse_job(&v, app.clock.now(), app.cfg.tz).map_err(AppError::BadRequest)?;
-            let j = app.create_job(spec, false).await?;
+            let j = app.jobs().add(&v).await?;
             println!("{}", j.id);
             tracing::info!("created `{}` ({}), next run {}", j.name, j.schedule.display(), fmt_time(app, j.next_run_at));
         }
@@ -108,18 +106,18 @@ async fn exec(app: &App, cmd: CronCmd) -> Result<(), AppError> {
                 v["prompt"] = json!(p);
             }
             flags_json(&mut v, &flags);
-            let j = app.update_job(&id, &v).await?;
+            let j = app.jobs().update(&id, &v).await?;
             println!("updated {}: {}, next run {}", j.id, j.schedule.display(), fmt_time(app, j.next_run_at));
         }
-        CronCmd::Pause { id } => println!("paused {}", app.set_paused(&id, true).await?.id),
+        CronCmd::Pause { id } => println!("paused {}", app.jobs().set_paused(&id, true).await?.id),
         CronCmd::Resume { id } => {
-            let j = app.set_paused(&id, false).await?;
+            let j = app.jobs().set_paused(&id, false).await?;
             println!("resumed {}, next run {}", j.id, fmt_time(app, j.next_run_at));
         }
-        CronCmd::Remove { id } => println!("removed {}", app.remove_job(&id).await?.id),
+        CronCmd::Remove { id } => println!("removed {}", app.jobs().remove(&id).await?.id),
         CronCmd::Run { id } => {
-            let j = app.find_job(&id).await?;
-            match app.run_now(&j.id).await? {
+            let j = app.jobs().find(&id).await?;
+            match app.jobs().run_now(&j.id).await? {
                 FireStatus::Ran { run, .. } => {
                     println!("run {}: {}", run.run_id, run.status);
                     if !run.output.is_empty() {
@@ -133,8 +131,8 @@ async fn exec(app: &App, cmd: CronCmd) -> Result<(), AppError> {
             }
         }
         CronCmd::Runs { id, json } => {
-            let j = app.find_job(&id).await?;
-            let runs = app.store.list_runs(&j.id, 50).await?;
+            let j = app.jobs().find(&id).await?;
+            let runs = app.jobs().runs(&j.id, 50).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&runs).unwrap_or_default());
             } else if runs.is_empty() {
@@ -155,7 +153,7 @@ async fn exec(app: &App, cmd: CronCmd) -> Result<(), AppError> {
             }
         }
         CronCmd::Sync => {
-            let r = app.sync_jobs_file().await?;
+            let r = app.jobs().sync_file().await?;
             println!(
                 "{}: {} created, {} updated, {} disabled, {} skipped",
                 r.file,
@@ -170,7 +168,7 @@ async fn exec(app: &App, cmd: CronCmd) -> Result<(), AppError> {
             println!("tick done");
         }
         CronCmd::Status => {
-            let s = app.cron_status().await?;
+            let s = app.jobs().status().await?;
             println!("{}", serde_json::to_string_pretty(&s).unwrap_or_default());
         }
     }

@@ -31,7 +31,7 @@ pub async fn run(app: App, src: &Path, json: bool) -> anyhow::Result<ExitCode> {
         eprintln!("hermes-zero: no Hermes home at {} (pass its path: hermes-zero import DIR)", src.display());
         return Ok(ExitCode::FAILURE);
     }
-    if std::fs::canonicalize(src).ok() == std::fs::canonicalize(&app.home).ok() {
+    if std::fs::canonicalize(src).ok() == std::fs::canonicalize(app.home()).ok() {
         eprintln!("hermes-zero: {} is this home already; pass a different --home to import into", src.display());
         return Ok(ExitCode::FAILURE);
     }
@@ -58,7 +58,7 @@ pub async fn run(app: App, src: &Path, json: bool) -> anyhow::Result<ExitCode> {
                     return Ok(ExitCode::FAILURE);
                 }
             };
-            match app.import_session(s, &messages).await {
+            match app.sessions().import(s, &messages).await {
                 Ok(SessionImport::Imported(n)) => {
                     counts.sessions += 1;
                     counts.messages += n;
@@ -97,7 +97,7 @@ pub async fn run(app: App, src: &Path, json: bool) -> anyhow::Result<ExitCode> {
 /// Copies SOUL.md, the memory files, skills and jobs.json (then syncs it); returns notes
 /// about what was kept as it was.
 async fn copy_files(app: &App, src: &Path, counts: &mut Counts) -> anyhow::Result<Vec<String>> {
-    let home = &app.home;
+    let home = app.home();
     let mut notes = Vec::new();
     let note_kept = |notes: &mut Vec<String>, what: &Path, r: Copied| {
         if r == Copied::Kept {
@@ -118,11 +118,11 @@ async fn copy_files(app: &App, src: &Path, counts: &mut Counts) -> anyhow::Resul
     for k in kept {
         notes.push(format!("skill `{k}` exists with another SKILL.md; kept it"));
     }
-    let jobs_file = home.join(&app.cfg.settings.cron.jobs_file);
+    let jobs_file = app.jobs_file();
     let r = copy_file(&src.join("cron").join("jobs.json"), &jobs_file)?;
     note_kept(&mut notes, &jobs_file, r);
     if r != Copied::NoSource {
-        match app.sync_jobs_file().await {
+        match app.jobs().sync_file().await {
             Ok(rep) => counts.jobs = rep.created.len(),
             Err(e) => notes.push(format!("jobs were not synced: {e}")),
         }

@@ -64,6 +64,6 @@ impl FromRequestParts<Arc<HttpState>> for FireToken {
             FireAuth::NotConfigured => return Err(FireTokenRejection::NotConfigured),
             FireAuth::Broken(e) => return Err(FireTokenRejection::Misconfigured(e.clone())),
         };
-        verifier.verify(token.trim(), s.app.clock.now(), s.app.store.as_ref()).await.map(FireToken).map_err(FireTokenRejection::Invalid)
+        verifier.verify(token.trim(), s.app.now(), s.app.token_ledger()).await.map(FireToken).map_err(FireTokenRejection::Invalid)
     }
 }

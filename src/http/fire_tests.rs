@@ -3,7 +3,6 @@
 //! no claim; a valid token fires the occurrence exactly once.
 
 use crate::app::App;
-use crate::config::Env;
 use crate::core::job::Occurrence;
 use crate::http::router;
 use crate::test_support::CountingLlm;
@@ -34,11 +33,11 @@ async fn kit(key_source: &str) -> Kit {
     let yaml = format!("cron:\n  chronos:\n    portal_url: {ISS}\n    instance_id: agent-1\n    {key_source}\n");
     let now: DateTime<Utc> = "2026-12-01T08:00:00Z".parse().unwrap();
     let llm = CountingLlm::new("report");
-    let app = crate::test_support::app(&yaml, &Env::default(), now, llm.clone());
+    let app = crate::test_support::TestApp::new(now).yaml(&yaml).llm(llm.clone()).build();
     // A job due exactly now.
     let mut j = crate::store::conformance::sample_job("j1", Some(now));
     j.deliver = vec!["local".into()];
-    app.store.put_job(&j).await.unwrap();
+    app.test_store().put_job(&j).await.unwrap();
     let state = crate::test_support::http_state(app.clone(), None, "chronos");
     Kit { app, state, llm, now }
 }
@@ -121,7 +120,7 @@ async fn forged_and_misused_tokens_are_refused_without_detail() {
         assert_eq!((s, body.clone()), (401, json!({"error": "invalid fire token"})), "case: {name}");
     }
     assert_eq!(k.llm.calls(), 0, "no model call");
-    assert!(k.app.store.claim_status(&Occurrence::new("j1", k.now)).await.unwrap().is_none(), "nothing claimed");
+    assert!(k.app.test_store().claim_status(&Occurrence::new("j1", k.now)).await.unwrap().is_none(), "nothing claimed");
     // Replay: the same jti twice (first for a job that is gone, so nothing runs and no claim
     // could stop the second). Only the jti store refuses it, judged by the app's clock.
     let once = rsa_token(&with(&k, |c| c["job_id"] = json!("missing-job")));

@@ -63,17 +63,17 @@ async fn kit(jwks_url: Option<&str>) -> Kit {
     let env = Env::from_pairs([("TELEGRAM_WEBHOOK_SECRET", TG_SECRET), ("DISCORD_PUBLIC_KEY", public.as_str())]);
     let now: DateTime<Utc> = "2026-12-01T08:00:00Z".parse().unwrap();
     let llm = CountingLlm::new("fine");
-    let app = crate::test_support::app(&yaml, &env, now, llm.clone());
+    let app = crate::test_support::TestApp::new(now).yaml(&yaml).env(env).llm(llm.clone()).build();
     let mut j = crate::store::conformance::sample_job("j1", Some(now));
     j.deliver = vec!["local".into()];
-    app.store.put_job(&j).await.unwrap();
+    app.test_store().put_job(&j).await.unwrap();
     let state = crate::test_support::http_state(app, Some(API_KEY), "builtin");
     Kit { state, llm, now }
 }
 
 /// Everything a request could write, plus the model call count.
 async fn snapshot(k: &Kit) -> Value {
-    let s = &k.state.app.store;
+    let s = k.state.app.test_store();
     let entries = s.list_entries(10_000).await.unwrap();
     let sessions = s.list_sessions(None, 10_000).await.unwrap();
     let mut transcripts = Vec::new();
@@ -175,10 +175,10 @@ proptest! {
         rt().block_on(async {
             let k = kit(None).await;
             for job in jobs {
-                let before = k.state.app.store.list_jobs().await.unwrap().len();
+                let before = k.state.app.test_store().list_jobs().await.unwrap().len();
                 let (status, reply) = send(&k, post("/api/jobs", &[bearer()], render(&job))).await;
                 prop_assert!([201, 400].contains(&status), "{status} {reply} for {job}");
-                let after = k.state.app.store.list_jobs().await.unwrap();
+                let after = k.state.app.test_store().list_jobs().await.unwrap();
                 if status == 201 {
                     prop_assert_eq!(after.len(), before + 1);
                     prop_assert!(after.iter().any(|j| reply["job"]["id"] == j.id.as_str()), "{reply}");
@@ -254,7 +254,7 @@ fn forged_fire_tokens_are_401_or_400_without_claim_or_model_call() {
                 prop_assert_eq!(reply, json!({"error": "invalid fire token"}));
             }
             prop_assert_eq!(k.llm.calls(), 0);
-            prop_assert!(k.state.app.store.claim_status(&Occurrence::new("j1", k.now)).await.unwrap().is_none());
+            prop_assert!(k.state.app.test_store().claim_status(&Occurrence::new("j1", k.now)).await.unwrap().is_none());
             Ok(())
         })?;
     });

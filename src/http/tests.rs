@@ -2,12 +2,10 @@
 
 #![allow(clippy::unwrap_used)]
 
-use crate::app::App;
 use crate::channels::Channels;
-use crate::config::{Env, load_settings};
+use crate::config::Env;
 use crate::http::{HttpState, router};
-use crate::ports::ManualClock;
-use crate::store::sqlite::SqliteStore;
+use crate::test_support::TestApp;
 use axum::body::{Body, to_bytes};
 use axum::http::{Request, StatusCode};
 use secrecy::SecretString;
@@ -17,19 +15,9 @@ use tower::ServiceExt;
 
 fn state() -> Arc<HttpState> {
     let home = std::env::temp_dir().join("hz-router-none");
-    let cfg = load_settings(&home, None, &Env::from_pairs([("TELEGRAM_WEBHOOK_SECRET", "s3cret")])).unwrap();
-    let channels = Arc::new(Channels::from_config(&cfg));
-    let app = App {
-        delivery: channels.clone(),
-        cfg: Arc::new(cfg),
-        home,
-        store: Arc::new(SqliteStore::in_memory().unwrap()),
-        llm: Arc::new(crate::clients::llm::offline::OfflineLlm),
-        clock: Arc::new(ManualClock::new(chrono::Utc::now())),
-        live: Arc::default(),
-        timers: Arc::new(crate::ports::PollingTimers),
-        tools: Arc::new(crate::app::tools::builtin()),
-    };
+    let t = TestApp::new(chrono::Utc::now()).home(home).env(Env::from_pairs([("TELEGRAM_WEBHOOK_SECRET", "s3cret")]));
+    let channels = Arc::new(Channels::from_config(&t.loaded()));
+    let app = t.delivery(channels.clone()).build();
     Arc::new(HttpState {
         app,
         channels,

@@ -3,7 +3,7 @@
 //! One cold start builds the app once (config from `HERMES_HOME`, else `/tmp/hermes-zero`;
 //! clients once) and runs a bounded recovery sweep. Each invocation is then one of:
 //! - an EventBridge Scheduler fire event `{"hermes_zero_fire":{"job_id","fire_at"}}` → the
-//!   shared fire path (`App::fire`), answered with `{"status":"ok|duplicate|stale|gone",…}`;
+//!   shared fire path (`Jobs::fire`), answered with `{"status":"ok|duplicate|stale|gone",…}`;
 //! - a watchdog event `{"hermes_zero_tick":{}}` (an optional recurring schedule) → one ticker
 //!   pass, so stored work of a sandbox that died is picked up without waiting for a message;
 //! - an HTTP event (Function URL, API Gateway v2/v1, ALB) → converted with `lambda_http` and
@@ -81,20 +81,21 @@ async fn run() -> ExitCode {
         tracing::warn!("{w}");
     }
     let choice = crate::config::provider::choose(&cfg, true);
-    let super::Wired { mut app, channels } = match super::wire(&home, cfg).await {
+    let no_role = cfg.settings.cron.eventbridge.role_arn.is_empty();
+    // Every sandbox runs the bootstrap under the same few pids, so the default owner id
+    // (`<host>:<pid>`) could collide across sandboxes; the log stream is unique per sandbox.
+    let owner = env
+        .get("AWS_LAMBDA_LOG_STREAM_NAME")
+        .map(|stream| crate::core::recovery::owner_id(&format!("lambda/{stream}"), std::process::id()));
+    let super::Wired { app, channels } = match super::wire_as(&home, cfg, owner).await {
         Ok(w) => w,
         Err(e) => return init_failed(&api, "Runtime.StartError", &e.to_string(), ExitCode::FAILURE).await,
     };
-    // Every sandbox runs the bootstrap under the same few pids, so the default owner id
-    // (`<host>:<pid>`) could collide across sandboxes; the log stream is unique per sandbox.
-    if let (Some(live), Some(stream)) = (Arc::get_mut(&mut app.live), env.get("AWS_LAMBDA_LOG_STREAM_NAME")) {
-        live.owner = crate::core::recovery::owner_id(&format!("lambda/{stream}"), std::process::id());
-    }
-    tracing::info!(provider = %choice.provider, why = %choice.why, store = app.store.kind(), model = app.llm.name(), "hermes-zero on AWS Lambda");
-    if choice.provider == crate::ports::TimerProvider::Eventbridge && app.cfg.settings.cron.eventbridge.role_arn.is_empty() {
+    tracing::info!(provider = %choice.provider, why = %choice.why, store = app.store_kind(), model = app.model_name(), "hermes-zero on AWS Lambda");
+    if choice.provider == crate::ports::TimerProvider::Eventbridge && no_role {
         tracing::error!("cron.eventbridge.role_arn is not set: scheduled jobs cannot be armed and will not fire");
     }
-    let api_key = app.cfg.secrets.api_server_key.clone();
+    let api_key = app.configured_api_key();
     if api_key.is_none() {
         tracing::warn!("API_SERVER_KEY is not set: /api/* refuses every request");
     }
@@ -103,8 +104,8 @@ async fn run() -> ExitCode {
         app: app.clone(),
         channels,
         api_key,
-        provider: app.timers.provider().as_str().into(),
-        fire_auth: crate::app::fire_token::FireAuth::from_config(&app.cfg, Arc::new(crate::clients::jwks::HttpJwks::default())),
+        provider: app.provider().as_str().into(),
+        fire_auth: crate::app::fire_token::FireAuth::from_config(app.loaded(), Arc::new(crate::clients::jwks::HttpJwks::default())),
     });
     let handler = Handler { app: app.clone(), router: router(state) };
     let runtime = Runtime::new(service_fn(move |ev: LambdaEvent<Value>| handler.clone().handle(ev)))
@@ -136,14 +137,14 @@ async fn init_failed(api: &str, kind: &str, msg: &str, code: ExitCode) -> ExitCo
 /// clean-shutdown marker to trust; expired leases are the only evidence of interruption.
 async fn cold_start(app: &App) {
     let work = async {
-        match app.sync_jobs_file().await {
+        match app.jobs().sync_file().await {
             Ok(r) if !(r.created.is_empty() && r.updated.is_empty() && r.disabled.is_empty()) => {
                 tracing::info!(created = r.created.len(), updated = r.updated.len(), disabled = r.disabled.len(), "jobs.json synced")
             }
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e, "jobs.json refused; the stored jobs are unchanged"),
         }
-        match app.sweep(false, true).await {
+        match app.recovery().sweep(false, true).await {
             Ok(n) => tracing::info!(woken = n, "cold-start recovery sweep"),
             Err(e) => tracing::error!(error = %e, "cold-start recovery sweep failed"),
         }
@@ -185,7 +186,7 @@ impl Handler {
 
     async fn handle_event(self, ev: LambdaEvent<Value>) -> Result<Value, lambda_runtime::Error> {
         let LambdaEvent { payload, context } = ev;
-        self.app.timers.learn_target(&context.invoked_function_arn);
+        self.app.learn_timer_target(&context.invoked_function_arn);
         if let Some(fire) = payload.get(FIRE_KEY) {
             return self.fire(fire.clone()).await;
         }
@@ -217,7 +218,7 @@ impl Handler {
                 return Ok(json!({"status": "invalid", "error": format!("malformed {FIRE_KEY}: {e}")}));
             }
         };
-        let status = self.app.fire(&ev.job_id, ev.fire_at, "eventbridge").await?;
+        let status = self.app.jobs().fire(&ev.job_id, ev.fire_at, "eventbridge").await?;
         let iso = |t: Option<DateTime<Utc>>| t.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
         Ok(match status {
             FireStatus::Gone => json!({"status": "gone"}),
@@ -299,13 +300,13 @@ where
         Box::pin(async move {
             let result = posted.await;
             let settle = async {
-                if first && app.timers.provider().is_managed() {
-                    let _ = app.reconcile_timers().await;
+                if first {
+                    app.recovery().reconcile_if_managed().await;
                 }
                 wait_idle(&app).await;
             };
             if tokio::time::timeout(budget(deadline, SystemTime::now()), settle).await.is_err() {
-                let running = app.live.running().len();
+                let running = app.recovery().running_turns();
                 tracing::warn!(
                     running,
                     "turns still running at the invocation deadline; they resume later or are recovered from their leases"
@@ -324,7 +325,7 @@ where
 async fn wait_idle(app: &App) {
     let mut quiet = 0;
     while quiet < QUIET_POLLS {
-        quiet = if app.live.running().is_empty() { quiet + 1 } else { 0 };
+        quiet = if app.recovery().running_turns() == 0 { quiet + 1 } else { 0 };
         tokio::time::sleep(POLL).await;
     }
 }

@@ -6,7 +6,7 @@ pub mod private;
 pub mod serve;
 pub mod ticker;
 
-use crate::app::App;
+use crate::app::{App, Parts};
 use crate::channels::Channels;
 use crate::clients::nas::{ChronosTimers, NasClient};
 use crate::config::{Loaded, StoreKind};
@@ -107,22 +107,27 @@ pub struct Wired {
 
 /// Builds the app and the channels with real adapters.
 pub async fn wire(home: &Path, cfg: Loaded) -> Result<Wired, StartError> {
+    wire_as(home, cfg, None).await
+}
+
+/// [`wire`], with this process's lease owner id (default: `<host>:<pid>`).
+pub async fn wire_as(home: &Path, cfg: Loaded, owner: Option<String>) -> Result<Wired, StartError> {
     let store = open_store(home, &cfg).await?;
     let llm = crate::clients::llm::from_config(&cfg);
     let channels = Arc::new(Channels::from_config(&cfg));
     let clock = clock(&cfg);
     let timers = timers(&cfg, &clock);
-    let app = App {
+    let app = App::new(Parts {
         cfg: Arc::new(cfg),
         home: home.to_path_buf(),
         store,
         llm,
         delivery: channels.clone(),
         clock,
-        live: Arc::default(),
         timers,
         tools: Arc::new(crate::app::tools::builtin()),
-    };
+        owner,
+    });
     Ok(Wired { app, channels })
 }
 

@@ -13,10 +13,10 @@ use tokio::net::TcpListener;
 /// Returns the API key: `API_SERVER_KEY` if set, else the one in `<home>/api_key`, created
 /// (mode 0600) on first use. The key itself is never logged.
 pub fn api_key(app: &App) -> std::io::Result<SecretString> {
-    if let Some(k) = &app.cfg.secrets.api_server_key {
-        return Ok(k.clone());
+    if let Some(k) = app.configured_api_key() {
+        return Ok(k);
     }
-    let path = app.home.join("api_key");
+    let path = app.home().join("api_key");
     if let Ok(k) = std::fs::read_to_string(&path)
         && !k.trim().is_empty()
     {
@@ -58,24 +58,22 @@ pub async fn run(listener: TcpListener, wired: Wired, shutdown: impl Future<Outp
         app: app.clone(),
         channels,
         api_key: Some(key),
-        provider: app.timers.provider().as_str().into(),
-        fire_auth: crate::app::fire_token::FireAuth::from_config(&app.cfg, Arc::new(crate::clients::jwks::HttpJwks::default())),
+        provider: app.provider().as_str().into(),
+        fire_auth: crate::app::fire_token::FireAuth::from_config(app.loaded(), Arc::new(crate::clients::jwks::HttpJwks::default())),
     });
-    match app.sync_jobs_file().await {
+    match app.jobs().sync_file().await {
         Ok(r) if !(r.created.is_empty() && r.updated.is_empty() && r.disabled.is_empty()) => {
             tracing::info!(file = %r.file, created = r.created.len(), updated = r.updated.len(), disabled = r.disabled.len(), "jobs.json synced")
         }
         Ok(_) => {}
         Err(e) => tracing::error!(error = %e, "jobs.json refused; the stored jobs are unchanged"),
     }
-    let choice = crate::config::provider::choose(&app.cfg, false);
+    let choice = app.provider_choice(false);
     tracing::info!(provider = %choice.provider, why = %choice.why, "timer provider");
-    if app.timers.provider().is_managed() {
-        let _ = app.reconcile_timers().await;
-    }
-    app.startup_sweep().await?;
+    app.recovery().reconcile_if_managed().await;
+    app.recovery().startup_sweep().await?;
     let ticker = tokio::spawn(super::ticker::run(app.clone()));
-    tracing::info!(%addr, store = app.store.kind(), model = app.llm.name(), "hermes-zero listening");
+    tracing::info!(%addr, store = app.store_kind(), model = app.model_name(), "hermes-zero listening");
     println!("hermes-zero listening on http://{addr}");
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(async move {
@@ -88,10 +86,9 @@ pub async fn run(listener: TcpListener, wired: Wired, shutdown: impl Future<Outp
     shutdown.await;
     tracing::info!("shutdown requested: draining running turns");
     ticker.abort();
-    app.begin_shutdown().await;
+    app.recovery().begin_shutdown().await;
     let _ = stop_tx.send(());
-    let timeout = std::time::Duration::from_secs(app.cfg.settings.restart_drain_timeout);
-    let drained = app.finish_shutdown(timeout).await;
+    let drained = app.recovery().finish_shutdown().await;
     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), server).await;
     tracing::info!(clean = drained, "hermes-zero stopped");
     Ok(())

@@ -73,11 +73,13 @@ async fn cronjob(app: &App, mut args: Value, origin: Option<&Origin>) -> Result<
                 args["origin"] =
                     json!(JobOrigin { platform: o.platform.clone(), chat_id: o.chat_id.clone(), thread_id: o.thread_id.clone() });
             }
-            let spec = jobfile::parse_job(&args, app.clock.now(), app.cfg.tz)?;
+            let spec = jobfile::parse_job(&args, app.inner.clock.now(), app.inner.cfg.tz)?;
             let job = app.create_job(spec, false).await.map_err(e)?;
             Ok(json!({"created": job_view(&job)}))
         }
-        "list" => Ok(json!({"jobs": app.store.list_jobs().await.map_err(|x| x.to_string())?.iter().map(job_view).collect::<Vec<_>>()})),
+        "list" => {
+            Ok(json!({"jobs": app.inner.store.list_jobs().await.map_err(|x| x.to_string())?.iter().map(job_view).collect::<Vec<_>>()}))
+        }
         "update" => {
             let mut patch = args.clone();
             if let Some(o) = patch.as_object_mut() {

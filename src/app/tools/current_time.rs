@@ -22,7 +22,7 @@ impl Tool for CurrentTime {
     }
 
     async fn call(&self, ctx: &ToolCtx<'_>, _args: Value) -> Result<ToolOutput, ToolError> {
-        let now = ctx.now().with_timezone(&ctx.app.cfg.tz);
-        Ok(json!({"now": now.to_rfc3339(), "timezone": ctx.app.cfg.settings.timezone}).into())
+        let now = ctx.now().with_timezone(&ctx.app.inner.cfg.tz);
+        Ok(json!({"now": now.to_rfc3339(), "timezone": ctx.app.inner.cfg.settings.timezone}).into())
     }
 }

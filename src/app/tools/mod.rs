@@ -98,7 +98,7 @@ pub struct ToolCtx<'a> {
 impl ToolCtx<'_> {
     /// The current instant, from the app's clock port.
     pub fn now(&self) -> DateTime<Utc> {
-        self.app.clock.now()
+        self.app.inner.clock.now()
     }
 
     /// Time left before the turn's deadline (`None`: no deadline).

@@ -4,11 +4,10 @@
 
 use super::*;
 use crate::app::agent::{self, TurnSpec};
-use crate::config::Env;
 use crate::core::ids::ChatType;
 use crate::core::session::{Message, Role, ToolCall};
 use crate::ports::{ChatRequest, ChatResponse, Llm, LlmError};
-use crate::test_support::{CountingLlm, app};
+use crate::test_support::{CountingLlm, TestApp};
 use serde_json::json;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -16,11 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 const NOW: &str = "2025-03-01T12:00:00Z";
 
 fn test_app() -> App {
-    let mut app = app("timezone: Europe/Berlin\n", &Env::default(), NOW.parse().unwrap(), CountingLlm::new("ok"));
-    let mut cfg = (*app.cfg).clone();
-    cfg.tz = chrono_tz::Europe::Berlin;
-    app.cfg = Arc::new(cfg);
-    app
+    TestApp::new(NOW.parse().unwrap()).yaml("timezone: Europe/Berlin\n").llm(CountingLlm::new("ok")).build()
 }
 
 fn origin() -> Origin {
@@ -78,9 +73,9 @@ fn builtin_names_are_unique_and_in_offer_order() {
 #[test]
 fn chat_turns_get_cronjob_and_job_runs_do_not() {
     let (app, sid, o) = (test_app(), sid(), origin());
-    let chat = app.tools.toolset(&ctx(&app, &sid, Some(&o), TurnKind::Chat));
+    let chat = app.inner.tools.toolset(&ctx(&app, &sid, Some(&o), TurnKind::Chat));
     assert_eq!(names(&chat), ["current_time", "cronjob"]);
-    let job = app.tools.toolset(&ctx(&app, &sid, None, TurnKind::Job));
+    let job = app.inner.tools.toolset(&ctx(&app, &sid, None, TurnKind::Job));
     assert_eq!(names(&job), ["current_time"]);
     let schema = &chat.specs()[1].parameters;
     assert_eq!(schema["required"], json!(["action"]));
@@ -90,7 +85,7 @@ fn chat_turns_get_cronjob_and_job_runs_do_not() {
 async fn a_tool_not_offered_or_not_known_is_an_error_result() {
     let (app, sid) = (test_app(), sid());
     let c = ctx(&app, &sid, None, TurnKind::Job);
-    let set = app.tools.toolset(&c);
+    let set = app.inner.tools.toolset(&c);
     for name in ["nope", "cronjob"] {
         let r = set.execute(&c, &call(name, r#"{"action":"list"}"#)).await;
         assert!(r.is_error);
@@ -102,9 +97,9 @@ async fn a_tool_not_offered_or_not_known_is_an_error_result() {
 async fn malformed_arguments_are_an_error_result_and_the_tool_is_not_called() {
     let (app, sid) = (test_app(), sid());
     let probe = Arc::new(Probe::default());
-    app.tools.register(probe.clone()).unwrap();
+    app.inner.tools.register(probe.clone()).unwrap();
     let c = ctx(&app, &sid, None, TurnKind::Job);
-    let set = app.tools.toolset(&c);
+    let set = app.inner.tools.toolset(&c);
     for bad in ["{not json", "[1, 2]", "\"text\"", "7"] {
         let r = set.execute(&c, &call("probe", bad)).await;
         assert!(r.is_error, "{bad}");
@@ -122,25 +117,25 @@ async fn malformed_arguments_are_an_error_result_and_the_tool_is_not_called() {
 #[tokio::test]
 async fn a_tool_error_goes_back_as_the_result() {
     let (app, sid) = (test_app(), sid());
-    app.tools.register(Arc::new(Probe::default())).unwrap();
+    app.inner.tools.register(Arc::new(Probe::default())).unwrap();
     let c = ctx(&app, &sid, None, TurnKind::Job);
-    let r = app.tools.toolset(&c).execute(&c, &call("probe", r#"{"fail":"disk full"}"#)).await;
+    let r = app.inner.tools.toolset(&c).execute(&c, &call("probe", r#"{"fail":"disk full"}"#)).await;
     assert!(r.is_error);
     assert_eq!(serde_json::from_str::<Value>(&r.content).unwrap(), json!({"error": "disk full"}));
     // cronjob's own errors take the same path.
     let o = origin();
     let c = ctx(&app, &sid, Some(&o), TurnKind::Chat);
-    let r = app.tools.toolset(&c).execute(&c, &call("cronjob", r#"{"action":"explode"}"#)).await;
+    let r = app.inner.tools.toolset(&c).execute(&c, &call("cronjob", r#"{"action":"explode"}"#)).await;
     assert!(r.is_error && r.content.contains("unknown action `explode`"), "{}", r.content);
 }
 
 #[tokio::test]
 async fn a_call_past_the_turn_deadline_is_cancelled_and_reported() {
     let (app, sid) = (test_app(), sid());
-    app.tools.register(Arc::new(Probe::default())).unwrap();
+    app.inner.tools.register(Arc::new(Probe::default())).unwrap();
     let mut c = ctx(&app, &sid, None, TurnKind::Job);
     c.deadline = Some(Instant::now() + Duration::from_millis(50));
-    let r = app.tools.toolset(&c).execute(&c, &call("probe", r#"{"sleep_ms": 60000}"#)).await;
+    let r = app.inner.tools.toolset(&c).execute(&c, &call("probe", r#"{"sleep_ms": 60000}"#)).await;
     assert!(r.is_error);
     assert!(r.content.contains("`probe` did not finish in time"), "{}", r.content);
     assert!((40..10_000).contains(&r.duration_ms), "{}", r.duration_ms);
@@ -150,20 +145,20 @@ async fn a_call_past_the_turn_deadline_is_cancelled_and_reported() {
 fn tools_registered_at_run_time_join_later_turns_and_names_stay_unique() {
     let (app, sid) = (test_app(), sid());
     let c = ctx(&app, &sid, None, TurnKind::Job);
-    let before = app.tools.toolset(&c);
-    app.tools.register(Arc::new(Probe::default())).unwrap();
-    assert_eq!(app.tools.register(Arc::new(Probe::default())), Err(DuplicateTool("probe".into())));
+    let before = app.inner.tools.toolset(&c);
+    app.inner.tools.register(Arc::new(Probe::default())).unwrap();
+    assert_eq!(app.inner.tools.register(Arc::new(Probe::default())), Err(DuplicateTool("probe".into())));
     assert_eq!(names(&before), ["current_time"], "a running turn keeps its set");
-    assert_eq!(names(&app.tools.toolset(&c)), ["current_time", "probe"]);
-    assert!(app.tools.unregister("probe") && !app.tools.unregister("probe"));
-    assert_eq!(names(&app.tools.toolset(&c)), ["current_time"]);
+    assert_eq!(names(&app.inner.tools.toolset(&c)), ["current_time", "probe"]);
+    assert!(app.inner.tools.unregister("probe") && !app.inner.tools.unregister("probe"));
+    assert_eq!(names(&app.inner.tools.toolset(&c)), ["current_time"]);
 }
 
 #[tokio::test]
 async fn current_time_reads_the_clock_in_the_configured_timezone() {
     let (app, sid) = (test_app(), sid());
     let c = ctx(&app, &sid, None, TurnKind::Job);
-    let r = app.tools.toolset(&c).execute(&c, &call("current_time", "")).await;
+    let r = app.inner.tools.toolset(&c).execute(&c, &call("current_time", "")).await;
     let v: Value = serde_json::from_str(&r.content).unwrap();
     assert_eq!(v, json!({"now": "2025-03-01T13:00:00+01:00", "timezone": "Europe/Berlin"}));
 }
@@ -190,18 +185,18 @@ impl Llm for CallsProbe {
 #[tokio::test]
 async fn the_turn_records_each_call_with_its_duration() {
     let llm = Arc::new(CallsProbe::default());
-    let app = app("{}", &Env::default(), NOW.parse().unwrap(), llm.clone());
-    app.tools.register(Arc::new(Probe::default())).unwrap();
+    let app = TestApp::new(NOW.parse().unwrap()).yaml("{}").llm(llm.clone()).build();
+    app.inner.tools.register(Arc::new(Probe::default())).unwrap();
     let sid = sid();
-    let user = Message::text(Role::User, "go", app.clock.now());
-    app.store.append_messages(&sid, &[user], None).await.unwrap();
+    let user = Message::text(Role::User, "go", app.inner.clock.now());
+    app.inner.store.append_messages(&sid, &[user], None).await.unwrap();
     let spec =
         TurnSpec { session_id: &sid, notes: vec![], kind: TurnKind::Job, deadline: None, model: None, system: "sys".into(), origin: None };
     let out = agent::run(&app, spec, || async { false }).await.unwrap();
     assert_eq!(out.reply, "done");
     let offered: Vec<_> = llm.0.lock().unwrap()[0].tools.iter().map(|t| t.name.clone()).collect();
     assert_eq!(offered, ["current_time", "probe"]);
-    let stored = app.store.recent_messages(&sid, 10).await.unwrap();
+    let stored = app.inner.store.recent_messages(&sid, 10).await.unwrap();
     let result = stored.iter().find(|m| m.role == Role::Tool).unwrap();
     assert_eq!(result.content, "echo ");
     let ms = result.duration_ms.unwrap();
@@ -240,9 +235,9 @@ impl Tool for Echo {
 #[tokio::test]
 async fn typed_arguments_that_do_not_fit_are_bad_args() {
     let (app, sid) = (test_app(), sid());
-    app.tools.register(Arc::new(Echo)).unwrap();
+    app.inner.tools.register(Arc::new(Echo)).unwrap();
     let c = ctx(&app, &sid, None, TurnKind::Job);
-    let set = app.tools.toolset(&c);
+    let set = app.inner.tools.toolset(&c);
     assert_eq!(set.execute(&c, &call("echo", r#"{"text":"hi"}"#)).await.content, "hi");
     let r = set.execute(&c, &call("echo", r#"{"txt":"hi"}"#)).await;
     assert!(r.is_error && r.content.contains("invalid arguments: missing field `text`"), "{}", r.content);

@@ -2,7 +2,6 @@
 //! token`, no detail), then the shared fire path; sync by default, 202 in async mode.
 
 use crate::app::FireStatus;
-use crate::config::FireMode;
 use crate::http::HttpState;
 use crate::http::error::ApiError;
 use crate::http::extract::JsonBody;
@@ -52,15 +51,15 @@ pub async fn fire(
         None | Some("") => None,
         Some(t) => Some(DateTime::parse_from_rfc3339(t).map_err(|_| bad("`fire_at` must be an RFC 3339 time"))?.with_timezone(&Utc)),
     };
-    if s.app.cfg.settings.cron.chronos.fire_mode == FireMode::Async {
+    if s.app.jobs().fires_async() {
         let app = s.app.clone();
         tokio::spawn(async move {
-            if let Err(e) = app.fire(&job_id, fire_at, "chronos").await {
+            if let Err(e) = app.jobs().fire(&job_id, fire_at, "chronos").await {
                 tracing::error!(%job_id, error = %e, "async fire failed");
             }
         });
         return Ok((StatusCode::ACCEPTED, Json(json!({"status": "accepted"}))).into_response());
     }
-    let status = s.app.fire(&job_id, fire_at, "chronos").await?;
+    let status = s.app.jobs().fire(&job_id, fire_at, "chronos").await?;
     Ok(Json(status_body(&status)).into_response())
 }

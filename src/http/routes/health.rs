@@ -11,7 +11,7 @@ pub async fn healthz(State(s): State<Arc<HttpState>>) -> Json<Value> {
     Json(json!({
         "status": "ok",
         "version": env!("CARGO_PKG_VERSION"),
-        "store": s.app.store.kind(),
+        "store": s.app.store_kind(),
         "provider": s.provider,
     }))
 }

@@ -15,6 +15,6 @@ pub async fn post_message(
     JsonBody(req): JsonBody<MessageRequest>,
 ) -> Result<Response, ApiError> {
     let msg = req.into_inbound()?;
-    let out = s.app.handle_inbound(msg).await?;
+    let out = s.app.sessions().handle_inbound(msg).await?;
     Ok(crate::channels::api::answer(out).into_response())
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 /// Current session of every key, most recent first.
 pub async fn list(_: ApiKey, State(s): State<Arc<HttpState>>) -> Result<Json<Value>, ApiError> {
-    let entries = s.app.store.list_entries(500).await.map_err(crate::app::AppError::from)?;
+    let entries = s.app.sessions().list(500).await?;
     let items: Vec<Value> = entries
         .iter()
         .map(|e| {
@@ -30,9 +30,8 @@ pub async fn list(_: ApiKey, State(s): State<Arc<HttpState>>) -> Result<Json<Val
 /// One conversation with its transcript.
 pub async fn show(_: ApiKey, State(s): State<Arc<HttpState>>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
     let id = SessionId::parse(&id).map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.to_string()))?;
-    let store = &s.app.store;
-    let rec = store.get_session(&id).await.map_err(crate::app::AppError::from)?;
-    let Some(rec) = rec else { return Err(ApiError::new(StatusCode::NOT_FOUND, "no such session")) };
-    let messages = store.recent_messages(&id, 10_000).await.map_err(crate::app::AppError::from)?;
+    let Some((rec, messages)) = s.app.sessions().show(&id, 10_000).await? else {
+        return Err(ApiError::new(StatusCode::NOT_FOUND, "no such session"));
+    };
     Ok(Json(json!({ "session": rec, "messages": messages })))
 }

@@ -2,7 +2,7 @@
 //! build step, no CDN), plus the API additions it needs — schedule preview, skill list,
 //! session reset and scheduler status. Knows the app's use cases, never the store's SQL.
 
-use crate::app::AppError;
+use crate::app::Reset;
 use crate::core::ids::SessionKey;
 use crate::core::job::Job;
 use crate::core::schedule;
@@ -90,13 +90,13 @@ pub struct PreviewReq {
 /// so the form can show them while the user types.
 pub async fn preview(_: ApiKey, State(s): State<Arc<HttpState>>, JsonBody(req): JsonBody<PreviewReq>) -> Json<Value> {
     let tz = match req.timezone.as_deref().map(str::trim).filter(|z| !z.is_empty()) {
-        None => s.app.cfg.tz,
+        None => s.app.timezone(),
         Some(z) => match z.parse::<Tz>() {
             Ok(tz) => tz,
             Err(_) => return Json(json!({"ok": false, "field": "timezone", "error": format!("`{z}` is not an IANA timezone")})),
         },
     };
-    let now = s.app.clock.now();
+    let now = s.app.now();
     let sched = match schedule::parse(&req.schedule, now, tz) {
         Ok(x) => x,
         Err(e) => return Json(json!({"ok": false, "field": "schedule", "error": e.to_string()})),
@@ -115,7 +115,7 @@ pub async fn preview(_: ApiKey, State(s): State<Arc<HttpState>>, JsonBody(req): 
 /// Installed skills: `$HERMES_HOME/skills/<name>/SKILL.md`, sorted by name. `name` is the
 /// directory (what a job binds); `title` is the front matter's `name` when it differs.
 pub async fn skills(_: ApiKey, State(s): State<Arc<HttpState>>) -> Json<Value> {
-    let dir = s.app.home.join("skills");
+    let dir = s.app.skills_dir();
     let list = tokio::task::spawn_blocking(move || list_skills(&dir)).await.unwrap_or_default();
     Json(json!({ "skills": list }))
 }
@@ -166,30 +166,27 @@ pub struct ResetReq {
 /// Starts a new session for a key and drops its queue: the same effect as `/new`.
 pub async fn reset_session(_: ApiKey, State(s): State<Arc<HttpState>>, JsonBody(req): JsonBody<ResetReq>) -> Result<Json<Value>, ApiError> {
     let key = SessionKey::parse(req.session_key.trim()).map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.to_string()))?;
-    let Some(id) = s.app.reset_session(&key, "session_reset", None).await? else {
+    let Some(Reset { session_id: id, dropped }) = s.app.sessions().reset(&key).await? else {
         return Err(ApiError::new(StatusCode::NOT_FOUND, format!("no session for {key}")));
     };
-    let dropped = s.app.store.queue_clear(&key).await.map_err(AppError::from)?;
     tracing::info!(session_key = %key, session_id = %id, dropped, "session reset from the dashboard");
     Ok(Json(json!({"session_key": key, "session_id": id, "dropped": dropped})))
 }
 
 /// The scheduler's status (as `cron status --json`) plus version and timezone.
 pub async fn status(_: ApiKey, State(s): State<Arc<HttpState>>) -> Result<Json<Value>, ApiError> {
-    let mut v = s.app.cron_status().await?;
+    let mut v = s.app.jobs().status().await?;
     v["version"] = json!(env!("CARGO_PKG_VERSION"));
-    v["timezone"] = json!(s.app.cfg.tz.name());
+    v["timezone"] = json!(s.app.timezone().name());
     Ok(Json(v))
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::app::App;
     use crate::channels::Channels;
-    use crate::config::{Env, load_settings};
+    use crate::config::Env;
     use crate::http::{HttpState, router};
-    use crate::ports::ManualClock;
-    use crate::store::sqlite::SqliteStore;
+    use crate::test_support::TestApp;
     use axum::body::{Body, to_bytes};
     use axum::http::{Request, StatusCode, header};
     use chrono::{DateTime, Utc};
@@ -218,19 +215,9 @@ mod tests {
         fn new(tz: &str) -> Self {
             let home = std::env::temp_dir().join(format!("hz-ui-{}-{:08x}", std::process::id(), rand::random::<u32>()));
             std::fs::create_dir_all(&home).unwrap();
-            let cfg = load_settings(&home, None, &Env::from_pairs([("HERMES_TIMEZONE", tz)])).unwrap();
-            let channels = Arc::new(Channels::from_config(&cfg));
-            let app = App {
-                delivery: channels.clone(),
-                cfg: Arc::new(cfg),
-                home: home.clone(),
-                store: Arc::new(SqliteStore::in_memory().unwrap()),
-                llm: Arc::new(crate::clients::llm::offline::OfflineLlm),
-                clock: Arc::new(ManualClock::new(NOW.parse().unwrap())),
-                live: Arc::default(),
-                timers: Arc::new(crate::ports::PollingTimers),
-                tools: Arc::new(crate::app::tools::builtin()),
-            };
+            let t = TestApp::new(NOW.parse().unwrap()).home(&home).env(Env::from_pairs([("HERMES_TIMEZONE", tz)]));
+            let channels = Arc::new(Channels::from_config(&t.loaded()));
+            let app = t.delivery(channels.clone()).build();
             let state = Arc::new(HttpState {
                 app,
                 channels,

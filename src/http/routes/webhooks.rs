@@ -52,7 +52,7 @@ async fn webhook(
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<Response, ApiError> {
-    let req = RawRequest { method, headers, query: uri.query(), body, now: s.app.clock.now() };
+    let req = RawRequest { method, headers, query: uri.query(), body, now: s.app.now() };
     // Authenticate before looking at the body: a caller without the credentials learns nothing.
     if let Err(why) = channel.authenticate(&req) {
         tracing::debug!(channel = channel.name(), reason = why.0, "webhook call refused");
@@ -63,11 +63,11 @@ async fn webhook(
     }
     match channel.receive(&req)? {
         Received::Answer(answer) => Ok(answer.into_response()),
-        Received::Turn(msg) => Ok(channel.answer(s.app.handle_inbound(msg).await)?.into_response()),
+        Received::Turn(msg) => Ok(channel.answer(s.app.sessions().handle_inbound(msg).await)?.into_response()),
         Received::Deferred { msg, ack, then } => {
-            let app = s.app.clone();
+            let sessions = s.app.sessions();
             tokio::spawn(async move {
-                let result = app.handle_inbound(msg).await;
+                let result = sessions.handle_inbound(msg).await;
                 if let Some(then) = then {
                     then.finish(result).await;
                 }
