@@ -1,4 +1,4 @@
-//! The command line (CONTRACT §1): parsing with clap and dispatch to the runtimes and use
+//! The command line (docs/design.md#cli): parsing with clap and dispatch to the runtimes and use
 //! cases. Exit codes: 0 ok, 1 runtime error, 2 usage error, 78 bad configuration.
 
 mod checks;

@@ -4,7 +4,7 @@
 use clap::Parser;
 use std::process::ExitCode;
 
-/// Set by the Lambda service; its presence means "run as a Lambda function" (CONTRACT §1).
+/// Set by the Lambda service; its presence means "run as a Lambda function" (docs/design.md#cli).
 const LAMBDA_VAR: &str = "AWS_LAMBDA_RUNTIME_API";
 
 fn main() -> ExitCode {

@@ -1,4 +1,4 @@
-//! Session commands (SPEC §1.3): handled even while a turn runs, never sent to the model.
+//! Session commands (docs/design.md#commands): handled even while a turn runs, never sent to the model.
 
 use crate::app::cas::retry_cas;
 use crate::app::inbound::{Inbound, Outcome};

@@ -1,4 +1,4 @@
-//! Job delivery (SPEC §2.6): resolving `deliver` targets, and sending through the ledger
+//! Job delivery (docs/design.md#delivery): resolving `deliver` targets, and sending through the ledger
 //! keyed by `(occurrence, target)` so a message is never sent twice.
 
 use crate::app::App;

@@ -1,4 +1,4 @@
-//! The one fire path (SPEC §2.3–§2.5, §3), shared by the ticker, Chronos, EventBridge and
+//! The one fire path (docs/design.md#fire-path), shared by the ticker, Chronos, EventBridge and
 //! manual runs: verify (done by the caller) → claim the occurrence and advance the job in one
 //! conditional write → arm the next timer → run → deliver → record.
 

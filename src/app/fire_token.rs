@@ -1,4 +1,4 @@
-//! Verification of Chronos fire tokens (CONTRACT §3). Every failure is the same 401
+//! Verification of Chronos fire tokens (docs/design.md#fire-token). Every failure is the same 401
 //! `invalid fire token` to the caller (`http::fire_auth`); the reason is only logged.
 //!
 //! Built once at wiring time ([`FireAuth::from_config`]) and held in the HTTP state: the JWKS

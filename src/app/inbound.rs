@@ -59,7 +59,7 @@ enum Leasing {
 }
 
 impl App {
-    /// Whether the sender may talk to the agent (SPEC §4: deny by default on chat platforms).
+    /// Whether the sender may talk to the agent (docs/design.md#safety: deny by default on chat platforms).
     pub(in crate::app) fn is_allowed(&self, origin: &Origin) -> bool {
         // api (bearer key), local (the operator's terminal) and cron are authenticated already;
         // every chat platform (a registered channel) denies by default, even one without settings.

@@ -1,4 +1,4 @@
-//! Restart recovery (SPEC §1.5): sweeps that find interrupted turns and stored work without a
+//! Restart recovery (docs/design.md#recovery): sweeps that find interrupted turns and stored work without a
 //! running turn, resume turns, and the clean-shutdown protocol of `serve`.
 
 use crate::app::{App, AppError};

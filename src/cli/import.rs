@@ -1,4 +1,4 @@
-//! `hermes-zero import [HERMES_HOME]` (CONTRACT §9): checks Hermes' `state.db` first (so a
+//! `hermes-zero import [HERMES_HOME]` (docs/design.md#hermes): checks Hermes' `state.db` first (so a
 //! file of another schema version, or a locked or corrupt one, imports nothing), then copies
 //! SOUL.md, skills, jobs.json (and syncs it) and the memory files, then imports every session
 //! with its messages. Prints counts; a second run adds nothing.

@@ -1,4 +1,4 @@
-//! EventBridge Scheduler adapter of the `Timers` port (SPEC §3, CONTRACT §4), feature `aws`.
+//! EventBridge Scheduler adapter of the `Timers` port (docs/design.md#timers-eventbridge), feature `aws`.
 //!
 //! One one-shot `at(...)` schedule per armed occurrence, named deterministically
 //! `hz-<job_id>-<YYYYMMDDTHHMMSSZ>` in the group `cron.eventbridge.group`, with
@@ -36,7 +36,7 @@ const MAX_ID_PART: usize = MAX_NAME - NAME_PREFIX.len() - 1 - STAMP_LEN;
 /// from now (the input keeps the real `fire_at`; the fire path handles lateness).
 const MIN_LEAD_SECS: i64 = 60;
 
-/// The schedule name of an occurrence: `hz-<job_id>-<YYYYMMDDTHHMMSSZ>` (CONTRACT §4).
+/// The schedule name of an occurrence: `hz-<job_id>-<YYYYMMDDTHHMMSSZ>` (docs/design.md#timers-eventbridge).
 /// Job ids outside the allowed charset (`[0-9A-Za-z_.-]`) or too long to fit the 64-character
 /// limit are shortened to a prefix plus a hash of the whole id, so names stay unique.
 pub fn schedule_name(job_id: &str, fire_at: DateTime<Utc>) -> String {
@@ -72,7 +72,7 @@ pub fn at_expression(fire_at: DateTime<Utc>, now: DateTime<Utc>) -> String {
     format!("at({})", at.format("%Y-%m-%dT%H:%M:%S"))
 }
 
-/// The schedule's input: the fire event the Lambda entry dispatches (CONTRACT §4).
+/// The schedule's input: the fire event the Lambda entry dispatches (docs/design.md#timers-eventbridge).
 pub fn fire_input(job_id: &str, fire_at: DateTime<Utc>) -> String {
     let fire_at = fire_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     serde_json::json!({"hermes_zero_fire": {"job_id": job_id, "fire_at": fire_at}}).to_string()

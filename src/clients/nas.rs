@@ -1,4 +1,4 @@
-//! The Chronos (NAS) timer API client (CONTRACT §3) and the `Timers` adapter built on it:
+//! The Chronos (NAS) timer API client (docs/design.md#nas-api) and the `Timers` adapter built on it:
 //! `provision` (dedup key `<job_id>:<fire_at>`), `cancel`, `list`; bearer Nous access token;
 //! 15 s timeout; retries with backoff on 5xx and timeouts, none on 4xx.
 

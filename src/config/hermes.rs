@@ -1,4 +1,4 @@
-//! Hermes' own config sections read in their Hermes places (CONTRACT §9): `agent`, `display`,
+//! Hermes' own config sections read in their Hermes places (docs/design.md#hermes): `agent`, `display`,
 //! `memory`, `compression`, `streaming`, `prompt_caching`, `mcp_servers`, `fallback_model`
 //! and `fallback_providers`, the overlay that lets them win over the flat keys of §5, and the
 //! list of Hermes sections hermes-zero ignores.

@@ -1,5 +1,5 @@
 //! Typed configuration: one [`Settings`] built from defaults, then `config.yaml`, then the
-//! environment (CONTRACT §5), validated at load. Secrets come only from the environment and
+//! environment (docs/design.md#config), validated at load. Secrets come only from the environment and
 //! are held in [`secrecy::SecretString`] so they cannot be logged by accident.
 //!
 //! Knows file formats, key names and the provider table (`models`); knows nothing of HTTP,

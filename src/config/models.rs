@@ -1,4 +1,4 @@
-//! Model providers by Hermes' names (CONTRACT §8): one table mapping every name Hermes'
+//! Model providers by Hermes' names (docs/design.md#models): one table mapping every name Hermes'
 //! `config.yaml` accepts to its wire protocol, default base URL and key variable(s), and the
 //! resolution of `model:`, `fallback_model` and `fallback_providers` into [`Endpoint`]s —
 //! `auto` detection in Hermes' order, then `model.*` from the file, then the environment.
@@ -133,7 +133,7 @@ pub const ALIASES: &[(&str, &str)] = &[
     ("github-models", "copilot"),
 ];
 
-/// `auto`'s order: the first provider whose key is in the environment answers (CONTRACT §8
+/// `auto`'s order: the first provider whose key is in the environment answers (docs/design.md#models
 /// first, then Hermes' registry order; LM Studio and Copilot only when named, as in Hermes).
 #[rustfmt::skip]
 pub const AUTO_ORDER: &[&str] = &[

@@ -1,4 +1,4 @@
-//! Which timer provider runs, and why (SPEC §3): `auto` picks Chronos when it is fully
+//! Which timer provider runs, and why (docs/design.md#timers): `auto` picks Chronos when it is fully
 //! configured, EventBridge on Lambda when configured, else the built-in ticker — and says
 //! which setting is missing, so jobs are never left without a trigger silently.
 

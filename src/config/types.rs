@@ -1,4 +1,4 @@
-//! The shape of `config.yaml` with its defaults (CONTRACT §5).
+//! The shape of `config.yaml` with its defaults (docs/design.md#config).
 
 use super::hermes::*;
 pub use crate::core::queue::BusyInputMode;
@@ -132,7 +132,7 @@ impl Default for StoreSettings {
     }
 }
 
-/// `model:` block (Hermes' keys and the flat keys of CONTRACT §5; `config::models` resolves
+/// `model:` block (Hermes' keys and the flat keys of docs/design.md#config; `config::models` resolves
 /// it into an endpoint).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]

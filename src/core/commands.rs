@@ -1,4 +1,4 @@
-//! Parsing of the session commands users type on any platform (SPEC §1.3).
+//! Parsing of the session commands users type on any platform (docs/design.md#commands).
 
 /// A session command.
 #[derive(Debug, Clone, PartialEq, Eq)]

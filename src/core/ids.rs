@@ -1,6 +1,6 @@
 //! Identity of conversations: [`Origin`], [`ChatType`], [`SessionKey`] and [`SessionId`].
 //!
-//! Owns the exact key and id formats of SPEC §1.1. Knows nothing of storage or transport:
+//! Owns the exact key and id formats of docs/design.md#sessions-keys. Knows nothing of storage or transport:
 //! every value here is parsed once at the edge and cannot be invalid afterwards.
 
 use chrono::{DateTime, TimeZone, Utc};
@@ -126,7 +126,7 @@ impl Origin {
     }
 }
 
-/// The per-key isolation switches of SPEC §1.1.
+/// The per-key isolation switches of docs/design.md#sessions-keys.
 #[derive(Debug, Clone, Copy)]
 pub struct KeyRules {
     /// Add the user to group keys without a thread (default true).
@@ -147,7 +147,7 @@ impl Default for KeyRules {
 pub struct SessionKey(String);
 
 impl SessionKey {
-    /// Derives the key of SPEC §1.1 from an origin.
+    /// Derives the key of docs/design.md#sessions-keys from an origin.
     pub fn derive(origin: &Origin, rules: KeyRules) -> Self {
         let mut k = format!("agent:main:{}:{}:{}", origin.platform, origin.chat_type.as_str(), origin.chat_id);
         if let Some(t) = &origin.thread_id {

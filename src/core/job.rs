@@ -1,4 +1,4 @@
-//! Scheduled jobs (SPEC §2.1, §2.3): the stored [`Job`], its states, the due rule with grace
+//! Scheduled jobs (docs/design.md#jobs, #due): the stored [`Job`], its states, the due rule with grace
 //! and missed one-shots, and occurrences. Pure: `now` is always passed in.
 
 use crate::core::schedule::{Schedule, grace_seconds};
@@ -233,7 +233,7 @@ pub enum Decision {
     NotDue,
 }
 
-/// The due rule (SPEC §2.3) for the occurrence `occ` of `job` at `now`.
+/// The due rule (docs/design.md#due) for the occurrence `occ` of `job` at `now`.
 pub fn decide(job: &Job, occ: DateTime<Utc>, now: DateTime<Utc>, tz: Tz) -> Decision {
     if occ > now {
         return Decision::NotDue;

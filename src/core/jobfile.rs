@@ -1,4 +1,4 @@
-//! jobs.json and job definitions (CONTRACT §6): both the seed's short form (`description`,
+//! jobs.json and job definitions (docs/design.md#jobs-file): both the seed's short form (`description`,
 //! `skill`, `deliver_to`) and Hermes' own form (`prompt`, `skills`, `deliver`, `repeat`,
 //! parsed `schedule` objects). Unknown fields are kept. A job that cannot be loaded is skipped
 //! with its index and reason and every other job loads; only a file that is not a job list

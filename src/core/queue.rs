@@ -1,4 +1,4 @@
-//! Rules of the two-level queue (SPEC §1.4): where a message goes while a turn runs, the cap,
+//! Rules of the two-level queue (docs/design.md#queue): where a message goes while a turn runs, the cap,
 //! acknowledgement rate, and the user-facing wording. Storage is the store's job.
 
 use crate::core::session::PendingMessage;

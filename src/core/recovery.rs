@@ -1,4 +1,4 @@
-//! Restart-recovery rules of SPEC §1.5: when a lease counts as an interrupted turn, how an
+//! Restart-recovery rules of docs/design.md#recovery: when a lease counts as an interrupted turn, how an
 //! entry is marked, loop detection, and whether a resume turn is due.
 
 use crate::core::session::{Lease, SessionEntry};

@@ -1,4 +1,4 @@
-//! The lazy reset rule of SPEC §1.2: which policy applies to a chat, whether a session is
+//! The lazy reset rule of docs/design.md#reset: which policy applies to a chat, whether a session is
 //! due for reset at `now`, and the exact wording users and the model see.
 
 use crate::core::ids::ChatType;
@@ -17,7 +17,7 @@ pub struct Due {
     pub detail: String,
 }
 
-/// Reset modes (SPEC §1.2).
+/// Reset modes (docs/design.md#reset).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ResetMode {

@@ -7,7 +7,7 @@ use crate::core::ids::{Origin, SessionId, SessionKey};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-/// A turn lease: at most one turn per session key runs at a time (SPEC §1.4).
+/// A turn lease: at most one turn per session key runs at a time (docs/design.md#lease).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Lease {
     /// Random token of the holder; only the holder may clear the lease.

@@ -1,4 +1,4 @@
-//! `hermes-zero chronos-dev`: a local NAS emulator (CONTRACT §3) — the provision / cancel /
+//! `hermes-zero chronos-dev`: a local NAS emulator (docs/design.md#chronos) — the provision / cancel /
 //! list timer API, `/.well-known/jwks.json`, a persistent Ed25519 signing key, and real
 //! signed fire callbacks at each timer's `fire_at`, retried on non-2xx, optionally delivered
 //! `--duplicates N` extra times (each with its own `jti`) to exercise at-most-once.

@@ -1,4 +1,4 @@
-//! The fire-token attack table (CONTRACT §3), in process through the router with a manual
+//! The fire-token attack table (docs/design.md#fire-token), in process through the router with a manual
 //! clock: every forged or misused token gets 401 `invalid fire token`, no model call and
 //! no claim; a valid token fires the occurrence exactly once.
 

@@ -1,4 +1,4 @@
-//! Bad input through the real router (SPEC §4, issue 7): arbitrary API bodies, Telegram
+//! Bad input through the real router (docs/design.md#safety, issue 7): arbitrary API bodies, Telegram
 //! updates, validly signed Discord bodies, fire tokens, job objects and config documents.
 //! Each case asserts: no panic, a documented status, a JSON `{"error": …}` body on errors,
 //! and — for every refused request — an unchanged store (entries, sessions, transcripts,
@@ -29,7 +29,7 @@ const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/jwt/");
 const API_KEY: &str = "k1";
 const TG_SECRET: &str = "s3cret";
 const DISCORD_SEED: [u8; 32] = [11; 32];
-/// SPEC §4 and CONTRACT §2/§3: every status the router may answer to a client (405 only for
+/// docs/design.md#safety, #http-api, #fire-callback: every status the router may answer to a client (405 only for
 /// a wrong method, also as a JSON error).
 const DOCUMENTED: &[u16] = &[200, 201, 202, 400, 401, 404, 405, 413, 429];
 
@@ -218,7 +218,7 @@ fn oversized_bodies_are_413_json_on_every_post_route() {
         }
         for path in readers {
             let (status, reply) = send(&k, post(path, &[bearer()], big.clone())).await;
-            // The fire callback checks its token before it reads a body (CONTRACT §12): this
+            // The fire callback checks its token before it reads a body (docs/design.md#fire-callback): this
             // bearer is no fire token, so 401 comes first; every other route reads, then 413.
             let want = if path == "/api/cron/fire" { 401 } else { 413 };
             assert_eq!(status, want, "{path} streamed: {reply}");
@@ -276,7 +276,7 @@ fn unauthenticated() -> BoxedStrategy<(&'static str, Vec<(&'static str, HeaderVa
     .boxed()
 }
 
-/// SPEC §4: every inbound request is authenticated before anything else is looked at, so a
+/// docs/design.md#safety: every inbound request is authenticated before anything else is looked at, so a
 /// caller without credentials learns nothing from the body (not even that it is malformed).
 #[test]
 fn unauthenticated_requests_are_401_whatever_the_body() {

@@ -15,7 +15,7 @@ use axum::routing::{get, post};
 use secrecy::SecretString;
 use std::sync::Arc;
 
-/// Largest accepted request body (SPEC §4).
+/// Largest accepted request body (docs/design.md#safety).
 pub const MAX_BODY: usize = 1024 * 1024;
 
 /// Shared state of every route.

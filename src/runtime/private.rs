@@ -1,6 +1,6 @@
 //! Private files: the home directory is 0700; `state.db` (and its `-wal`/`-shm`), the API key
 //! file and the chronos-dev key are 0600. New files are created that way; existing ones are
-//! tightened at start (CONTRACT §9). Unix only; elsewhere these are no-ops.
+//! tightened at start (docs/design.md#hermes). Unix only; elsewhere these are no-ops.
 
 use std::path::Path;
 

@@ -1,5 +1,5 @@
 //! Schedules of scheduled jobs: parsing user input (and Hermes' parsed schedule objects) into a
-//! [`Schedule`], and computing next occurrences, periods and grace windows (SPEC §2.2, §2.3).
+//! [`Schedule`], and computing next occurrences, periods and grace windows (docs/design.md#schedules, #due).
 //!
 //! Pure: the current instant and the timezone are always passed in; nothing here reads the clock
 //! or does I/O. Cron expressions are evaluated on the wall clock of the given timezone: a time that
@@ -149,7 +149,7 @@ pub fn parse_value(v: &Value, now: DateTime<Utc>, tz: Tz) -> Result<Schedule, Sc
     }
 }
 
-/// Grace window of SPEC §2.3: half the period clamped to [120 s, 7200 s]; one-shots (`None`): 120 s.
+/// Grace window of docs/design.md#due: half the period clamped to [120 s, 7200 s]; one-shots (`None`): 120 s.
 pub fn grace_seconds(period: Option<i64>) -> i64 {
     period.map_or(120, |p| (p / 2).clamp(120, 7200))
 }

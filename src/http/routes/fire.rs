@@ -24,7 +24,7 @@ pub struct FireBody {
     fire_at: Option<String>,
 }
 
-/// Maps a fire result to the CONTRACT §3 body.
+/// Maps a fire result to the response body of docs/design.md#fire-callback.
 pub fn status_body(s: &FireStatus) -> Value {
     match s {
         FireStatus::Gone => json!({"status": "gone"}),
