@@ -9,31 +9,37 @@
 //! The data path is one straight line: transport → authenticate → use case → core rules →
 //! ports → adapters.
 //!
-//! - [`core`]: pure domain — ids, the inbound message, session state, reset policy, the two-level queue rules,
-//!   restart-recovery rules, commands, schedules (with DST), jobs and jobs.json, prompt
-//!   assembly, text splitting. No I/O.
-//! - [`ports`]: the traits the app needs — `Store`, `Llm`, `Delivery`, `Timers`, `Clock`.
-//! - [`app`]: use cases written against ports only — `handle_inbound` (commands, lease,
-//!   queue, turn), recovery sweeps and clean shutdown, the one fire path, job management,
-//!   offered to the edges as three services (`app.sessions()`, `app.jobs()`,
-//!   `app.recovery()`) over one private inner struct of ports and settings, and the agent's tools (`app::tools`: the `Tool` trait, one file per tool, and the
-//!   registry the turn loop asks; `docs/design.md#add-tool`).
+//! - [`core`]: pure domain — ids, the inbound message, session state, reset policy and rules,
+//!   the two-level queue rules, restart-recovery rules, commands, schedules (with DST), jobs,
+//!   runs and jobs.json, the timer-provider kinds, prompt assembly, text splitting. No I/O and
+//!   no `config`: config parses into core's types.
+//! - [`ports`]: the traits the app needs, one file each under `src/ports/` — `Store` (split by
+//!   concern: `SessionStore`, `QueueStore`, `JobStore`, `LedgerStore`, `MetaStore`), `Llm`,
+//!   `Delivery`, `Timers`, `JwksSource`, `Clock`.
+//! - [`app`]: use cases written against ports only, offered to the edges as three services —
+//!   `app.sessions()` (inbound messages, commands, turns, the queue, listing and reset),
+//!   `app.jobs()` (CRUD, sync, the one fire path, manual runs, delivery, timers) and
+//!   `app.recovery()` (sweeps, ticks, clean shutdown) — over one private inner struct of ports
+//!   and settings; `retry_cas` (the one compare-and-set loop); the fire-token verifier
+//!   (`app::fire_token`); the agent's tools (`app::tools`: the `Tool` trait, one file per
+//!   tool, and the registry the turn loop asks; `docs/design.md#add-tool`).
 //! - [`store`]: store adapters — SQLite (always), DynamoDB (feature `aws`, `docs/dynamodb.md`),
-//!   and the conformance suite every adapter passes.
+//!   and the conformance suite every adapter passes, one named test per check.
 //! - [`channels`]: the chat platforms (Telegram, Discord) behind one `Channel` trait —
-//!   webhook authentication and normalization into a core `Inbound`, outbound send/split
-//!   with retries — and the registry that is the `Delivery` port; the API's normalization.
+//!   webhook authentication before parsing and normalization into a core `Inbound`, outbound
+//!   send/split with retries — and the registry that is the `Delivery` port
+//!   (`docs/design.md#add-channel`); the API's normalization.
 //! - [`clients`]: outbound adapters — OpenAI-compatible, Anthropic and offline models (and the
-//!   fallback chain over them), the Chronos NAS, EventBridge Scheduler (feature `aws`).
+//!   fallback chain over them), the Chronos NAS, JWKS, EventBridge Scheduler (feature `aws`).
 //! - [`http`]: the one router (`http::router`, webhook routes generated from the channel
-//!   registry), extractors (API key, signatures, fire-token
-//!   verification in `http::fire_auth`), error mapping, and the dashboard page (`http/ui/`,
-//!   served by `routes::ui`).
-//! - [`runtime`]: process wiring (app and channel registry built once), `serve` and its ticker, the Lambda entry (feature `aws`).
+//!   registry), extractors (API key, the fire token in `http::fire_auth`), error mapping, and
+//!   the dashboard page (`http/ui/`, served by `routes::ui`). Imports no `clients`.
+//! - [`runtime`]: process wiring (app, channel registry and fire-token verifier built once),
+//!   `serve` and its ticker, the Lambda entry (feature `aws`).
 //! - [`dev`]: `chronos-dev`, the local NAS emulator.
 //! - [`config`]: typed settings from defaults, `config.yaml` and the environment; the table of
 //!   Hermes' model providers (`config::models`).
-//! - [`cli`]: the command line.
+//! - [`cli`]: the command line (calls the same services the routes call; imports no `http`).
 
 pub mod app;
 pub mod channels;
