@@ -181,6 +181,30 @@ impl App {
         Ok(parts.join("\n\n---\n\n"))
     }
 
+    /// The job's answer: its prompt (preamble, skills, prompt) stored as the run session's
+    /// first message, then one agent turn within the turn budget. Errors are one line each.
+    async fn job_answer(&self, job: &Job, session_id: &SessionId, started: DateTime<Utc>) -> Result<String, String> {
+        let prompt = self.job_prompt(job)?;
+        let msg = Message::text(Role::User, prompt, started);
+        self.inner.store.append_messages(session_id, &[msg], None).await.map_err(|e| format!("store: {e}"))?;
+        let budget = crate::app::budget::turn_budget(std::time::Duration::from_secs(TURN_BUDGET_SECS as u64));
+        let spec = TurnSpec {
+            session_id,
+            notes: vec![PREAMBLE.to_string()],
+            kind: TurnKind::Job,
+            deadline: Some(tokio::time::Instant::now() + budget),
+            model: job.model.clone(),
+            system: self.system_prompt(),
+            origin: None,
+        };
+        match tokio::time::timeout(budget, agent::run(self, spec, || async { false })).await {
+            Ok(Ok(out)) if out.reply.trim().is_empty() => Err("the model returned an empty answer".into()),
+            Ok(Ok(out)) => Ok(out.reply),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err(format!("timed out after {} s", budget.as_secs())),
+        }
+    }
+
     /// Runs one occurrence as a fresh session and delivers the result.
     async fn run_job(&self, job: &Job, occ: &Occurrence, trigger: &str) -> RunRecord {
         let started = self.inner.clock.now();
@@ -199,33 +223,7 @@ impl App {
             deliveries: vec![],
             session_id: session_id.to_string(),
         };
-        let answer = match self.job_prompt(job) {
-            Err(e) => Err(e),
-            Ok(prompt) => {
-                let msg = Message::text(Role::User, prompt, started);
-                match self.inner.store.append_messages(&session_id, &[msg], None).await {
-                    Err(e) => Err(format!("store: {e}")),
-                    Ok(_) => {
-                        let budget = crate::app::budget::turn_budget(std::time::Duration::from_secs(TURN_BUDGET_SECS as u64));
-                        let spec = TurnSpec {
-                            session_id: &session_id,
-                            notes: vec![PREAMBLE.to_string()],
-                            kind: TurnKind::Job,
-                            deadline: Some(tokio::time::Instant::now() + budget),
-                            model: job.model.clone(),
-                            system: self.system_prompt(),
-                            origin: None,
-                        };
-                        match tokio::time::timeout(budget, agent::run(self, spec, || async { false })).await {
-                            Ok(Ok(out)) if out.reply.trim().is_empty() => Err("the model returned an empty answer".into()),
-                            Ok(Ok(out)) => Ok(out.reply),
-                            Ok(Err(e)) => Err(e.to_string()),
-                            Err(_) => Err(format!("timed out after {} s", budget.as_secs())),
-                        }
-                    }
-                }
-            }
-        };
+        let answer = self.job_answer(job, &session_id, started).await;
         let text = match answer {
             Ok(a) if is_silent(&a) => {
                 rec.output = a;

@@ -212,6 +212,32 @@ impl App {
         Ok((next, changes))
     }
 
+    /// One write of a busy message: appended to the FIFO (under the cap left by the pending
+    /// slot) or put in the pending slot with an interrupt request. Returns its position.
+    async fn write_busy(
+        &self,
+        cur: &SessionEntry,
+        msg: &Inbound,
+        dedupe: Option<&InboundId>,
+        route: Route,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<usize, StoreError> {
+        let cap = self.inner.cfg.settings.max_queued;
+        match route {
+            Route::Fifo => {
+                let item = QueuedItem { text: msg.text.clone(), message_id: msg.message_id.clone(), at: now };
+                self.inner.store.queue_push(&cur.session_key, &item, cap - cur.pending.len(), dedupe).await
+            }
+            Route::Slot => {
+                let mut next = cur.clone();
+                queue::push_slot(&mut next.pending, PendingMessage { text: msg.text.clone(), message_id: msg.message_id.clone(), at: now });
+                next.interrupt_requested = next.lease.is_some();
+                let changes: Vec<SessionChange> = dedupe.iter().map(|d| SessionChange::Inbound((*d).clone())).collect();
+                self.inner.store.put_entry(&next, &changes).await.map(|e| e.pending.len())
+            }
+        }
+    }
+
     /// Stores a message that arrived while a turn runs: pending slot or FIFO, cap checked,
     /// dedupe recorded in the same write, then (at most once per 30 s) an acknowledgement.
     pub(in crate::app) async fn store_busy(
@@ -231,23 +257,7 @@ impl App {
             if !queue::has_room(cap, cur.pending.len(), fifo_len) {
                 return Ok(self.refuse_full(msg, out).await);
             }
-            let result = match route {
-                Route::Fifo => {
-                    let item = QueuedItem { text: msg.text.clone(), message_id: msg.message_id.clone(), at: now };
-                    self.inner.store.queue_push(&key, &item, cap - cur.pending.len(), dedupe.as_ref()).await
-                }
-                Route::Slot => {
-                    let mut next = cur.clone();
-                    queue::push_slot(
-                        &mut next.pending,
-                        PendingMessage { text: msg.text.clone(), message_id: msg.message_id.clone(), at: now },
-                    );
-                    next.interrupt_requested = next.lease.is_some();
-                    let changes: Vec<SessionChange> = dedupe.iter().cloned().map(SessionChange::Inbound).collect();
-                    self.inner.store.put_entry(&next, &changes).await.map(|e| e.pending.len())
-                }
-            };
-            match result {
+            match self.write_busy(&cur, msg, dedupe.as_ref(), route, now).await {
                 Ok(n) => break n,
                 Err(StoreError::Conflict(_)) => {
                     cur = self.load_or_create(&msg.origin, &key).await?;

@@ -86,11 +86,8 @@ impl App {
         self.one_turn_replying(entry, ReplyPath::Origin).await
     }
 
-    /// [`App::one_turn`], with its notices and reply sent along `path` (the first turn of a
-    /// message whose transport answers it itself sends nothing to the origin).
-    pub(in crate::app) async fn one_turn_replying(&self, entry: &SessionEntry, path: ReplyPath) -> Result<TurnReport, AppError> {
-        let key = &entry.session_key;
-        let token = entry.lease.as_ref().map(|l| l.token.clone()).unwrap_or_default();
+    /// The system notes (reset, resume) of a turn, and the notices the user sees first.
+    fn turn_notes(&self, entry: &SessionEntry) -> (Vec<String>, Vec<String>) {
         let mut notes = Vec::new();
         let mut notices = Vec::new();
         if entry.was_auto_reset {
@@ -105,6 +102,15 @@ impl App {
         if entry.resume_pending {
             notes.push(RESUME_NOTE.to_string());
         }
+        (notes, notices)
+    }
+
+    /// [`App::one_turn`], with its notices and reply sent along `path` (the first turn of a
+    /// message whose transport answers it itself sends nothing to the origin).
+    pub(in crate::app) async fn one_turn_replying(&self, entry: &SessionEntry, path: ReplyPath) -> Result<TurnReport, AppError> {
+        let key = &entry.session_key;
+        let token = entry.lease.as_ref().map(|l| l.token.clone()).unwrap_or_default();
+        let (notes, notices) = self.turn_notes(entry);
         for n in &notices {
             self.reply(&entry.origin, path, n).await;
         }

@@ -91,29 +91,7 @@ async fn chat(app: App) -> anyhow::Result<ExitCode> {
 
 async fn sessions(app: App, action: SessionsCmd) -> anyhow::Result<ExitCode> {
     match action {
-        SessionsCmd::List { json } => {
-            let sessions = app.sessions();
-            let entries = sessions.list(1000).await?;
-            if json {
-                let mut out = Vec::with_capacity(entries.len());
-                for e in &entries {
-                    let mut v = serde_json::to_value(e)?;
-                    v["title"] = serde_json::json!(sessions.record(&e.session_id).await?.and_then(|r| r.title));
-                    out.push(v);
-                }
-                println!("{}", serde_json::to_string_pretty(&out)?);
-            } else if entries.is_empty() {
-                println!("no sessions yet");
-            } else {
-                println!("{:<48} {:<26} {:>6}  {:<20}  TITLE", "SESSION KEY", "SESSION ID", "MSGS", "UPDATED");
-                for e in entries {
-                    let n = sessions.message_count(&e.session_id).await?;
-                    let title = sessions.record(&e.session_id).await?.and_then(|r| r.title).unwrap_or_default();
-                    let at = e.updated_at.format("%Y-%m-%d %H:%M:%SZ");
-                    println!("{:<48} {:<26} {:>6}  {at:<20}  {title}", e.session_key, e.session_id, n);
-                }
-            }
-        }
+        SessionsCmd::List { json } => list_sessions(&app, json).await?,
         SessionsCmd::Show { id, json } => {
             let id = SessionId::parse(&id)?;
             let Some((rec, msgs)) = app.sessions().show(&id, usize::MAX >> 1).await? else {
@@ -152,6 +130,32 @@ async fn sessions(app: App, action: SessionsCmd) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `sessions list [--json]`: every session key with its current session, newest first.
+async fn list_sessions(app: &App, json: bool) -> anyhow::Result<()> {
+    let sessions = app.sessions();
+    let entries = sessions.list(1000).await?;
+    if json {
+        let mut out = Vec::with_capacity(entries.len());
+        for e in &entries {
+            let mut v = serde_json::to_value(e)?;
+            v["title"] = serde_json::json!(sessions.record(&e.session_id).await?.and_then(|r| r.title));
+            out.push(v);
+        }
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else if entries.is_empty() {
+        println!("no sessions yet");
+    } else {
+        println!("{:<48} {:<26} {:>6}  {:<20}  TITLE", "SESSION KEY", "SESSION ID", "MSGS", "UPDATED");
+        for e in entries {
+            let n = sessions.message_count(&e.session_id).await?;
+            let title = sessions.record(&e.session_id).await?.and_then(|r| r.title).unwrap_or_default();
+            let at = e.updated_at.format("%Y-%m-%d %H:%M:%SZ");
+            println!("{:<48} {:<26} {:>6}  {at:<20}  {title}", e.session_key, e.session_id, n);
+        }
+    }
+    Ok(())
 }
 
 async fn doctor(home: &std::path::Path, cfg: Loaded, create_table: bool) -> ExitCode {

@@ -60,33 +60,7 @@ pub async fn run(app: App, cmd: CronCmd) -> anyhow::Result<ExitCode> {
 
 async fn exec(app: &App, cmd: CronCmd) -> Result<(), AppError> {
     match cmd {
-        CronCmd::List { all, json } => {
-            let jobs: Vec<Job> = app
-                .jobs()
-                .list()
-                .await?
-                .into_iter()
-                .filter(|j| all || j.armed() || j.state == crate::core::job::JobState::Paused)
-                .collect();
-            let skipped = if all { app.jobs().skipped().await? } else { Vec::new() };
-            if json {
-                let mut out: Vec<Value> = jobs.iter().map(crate::app::job_view).collect();
-                out.extend(
-                    skipped
-                        .iter()
-                        .map(|k| json!({"id": k.id, "state": "skipped", "skip_reason": k.reason, "source": "jobs.json", "index": k.index})),
-                );
-                println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
-            } else {
-                print_jobs(app, &jobs);
-                if !skipped.is_empty() {
-                    println!("\nskipped from jobs.json (fix the file, then `hermes-zero cron sync`):");
-                    for k in &skipped {
-                        println!("  {k}");
-                    }
-                }
-            }
-        }
+        CronCmd::List { all, json } => list(app, all, json).await?,
         CronCmd::Add { schedule, prompt, flags } => {
             let mut v = json!({"schedule": schedule, "prompt": prompt});
             flags_json(&mut v, &flags);
@@ -115,43 +89,8 @@ async fn exec(app: &App, cmd: CronCmd) -> Result<(), AppError> {
             println!("resumed {}, next run {}", j.id, fmt_time(app, j.next_run_at));
         }
         CronCmd::Remove { id } => println!("removed {}", app.jobs().remove(&id).await?.id),
-        CronCmd::Run { id } => {
-            let j = app.jobs().find(&id).await?;
-            match app.jobs().run_now(&j.id).await? {
-                FireStatus::Ran { run, .. } => {
-                    println!("run {}: {}", run.run_id, run.status);
-                    if !run.output.is_empty() {
-                        println!("{}", run.output);
-                    }
-                    if let Some(e) = run.error {
-                        eprintln!("error: {e}");
-                    }
-                }
-                other => println!("{other:?}"),
-            }
-        }
-        CronCmd::Runs { id, json } => {
-            let j = app.jobs().find(&id).await?;
-            let runs = app.jobs().runs(&j.id, 50).await?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&runs).unwrap_or_default());
-            } else if runs.is_empty() {
-                println!("no runs of {} yet", j.id);
-            } else {
-                for r in runs {
-                    println!("{} [{}] fire_at {} via {}", r.run_id, r.status, r.fire_at.to_rfc3339(), r.trigger);
-                    for d in &r.deliveries {
-                        println!("  → {} {}{}", d.target, d.status, d.error.as_ref().map(|e| format!(" ({e})")).unwrap_or_default());
-                    }
-                    if let Some(e) = &r.error {
-                        println!("  error: {e}");
-                    }
-                    for line in r.output.lines() {
-                        println!("  | {line}");
-                    }
-                }
-            }
-        }
+        CronCmd::Run { id } => run_now(app, &id).await?,
+        CronCmd::Runs { id, json } => runs(app, &id, json).await?,
         CronCmd::Sync => {
             let r = app.jobs().sync_file().await?;
             println!(
@@ -170,6 +109,75 @@ async fn exec(app: &App, cmd: CronCmd) -> Result<(), AppError> {
         CronCmd::Status => {
             let s = app.jobs().status().await?;
             println!("{}", serde_json::to_string_pretty(&s).unwrap_or_default());
+        }
+    }
+    Ok(())
+}
+
+/// `cron list [--all] [--json]`: armed and paused jobs (with `--all`, every job and the
+/// jobs.json entries that were skipped).
+async fn list(app: &App, all: bool, json: bool) -> Result<(), AppError> {
+    let jobs: Vec<Job> =
+        app.jobs().list().await?.into_iter().filter(|j| all || j.armed() || j.state == crate::core::job::JobState::Paused).collect();
+    let skipped = if all { app.jobs().skipped().await? } else { Vec::new() };
+    if json {
+        let mut out: Vec<Value> = jobs.iter().map(crate::app::job_view).collect();
+        out.extend(
+            skipped
+                .iter()
+                .map(|k| json!({"id": k.id, "state": "skipped", "skip_reason": k.reason, "source": "jobs.json", "index": k.index})),
+        );
+        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+    } else {
+        print_jobs(app, &jobs);
+        if !skipped.is_empty() {
+            println!("\nskipped from jobs.json (fix the file, then `hermes-zero cron sync`):");
+            for k in &skipped {
+                println!("  {k}");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `cron run <id>`: fires the job now through the normal claim and prints the run.
+async fn run_now(app: &App, id: &str) -> Result<(), AppError> {
+    let j = app.jobs().find(id).await?;
+    match app.jobs().run_now(&j.id).await? {
+        FireStatus::Ran { run, .. } => {
+            println!("run {}: {}", run.run_id, run.status);
+            if !run.output.is_empty() {
+                println!("{}", run.output);
+            }
+            if let Some(e) = run.error {
+                eprintln!("error: {e}");
+            }
+        }
+        other => println!("{other:?}"),
+    }
+    Ok(())
+}
+
+/// `cron runs <id> [--json]`: the job's recent runs and their outputs.
+async fn runs(app: &App, id: &str, json: bool) -> Result<(), AppError> {
+    let j = app.jobs().find(id).await?;
+    let runs = app.jobs().runs(&j.id, 50).await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&runs).unwrap_or_default());
+    } else if runs.is_empty() {
+        println!("no runs of {} yet", j.id);
+    } else {
+        for r in runs {
+            println!("{} [{}] fire_at {} via {}", r.run_id, r.status, r.fire_at.to_rfc3339(), r.trigger);
+            for d in &r.deliveries {
+                println!("  → {} {}{}", d.target, d.status, d.error.as_ref().map(|e| format!(" ({e})")).unwrap_or_default());
+            }
+            if let Some(e) = &r.error {
+                println!("  error: {e}");
+            }
+            for line in r.output.lines() {
+                println!("  | {line}");
+            }
         }
     }
     Ok(())

@@ -69,21 +69,31 @@ pub async fn run(app: App, src: &Path, json: bool) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    if let Ok(text) = std::fs::read_to_string(src.join(".env")) {
-        let names = env_names(&text);
-        if !names.is_empty() {
-            notes.push(format!(
-                "{} was not copied (secrets stay where they are); set these variables for hermes-zero: {}",
-                src.join(".env").display(),
-                names.join(", ")
-            ));
-        }
-    }
+    notes.extend(env_note(src));
     for n in &notes {
         eprintln!("note: {n}");
     }
+    print_counts(src, &counts, json)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The note about Hermes' `.env`: never copied; the names (never the values) to set here.
+fn env_note(src: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(src.join(".env")).ok()?;
+    let names = env_names(&text);
+    (!names.is_empty()).then(|| {
+        format!(
+            "{} was not copied (secrets stay where they are); set these variables for hermes-zero: {}",
+            src.join(".env").display(),
+            names.join(", ")
+        )
+    })
+}
+
+/// The counts: `--json` prints exactly the five keys, else one line each.
+fn print_counts(src: &Path, counts: &Counts, json: bool) -> anyhow::Result<()> {
     if json {
-        println!("{}", serde_json::to_string(&counts)?);
+        println!("{}", serde_json::to_string(counts)?);
     } else {
         println!("imported from {}:", src.display());
         println!("  sessions:       {} ({} messages)", counts.sessions, counts.messages);
@@ -91,7 +101,7 @@ pub async fn run(app: App, src: &Path, json: bool) -> anyhow::Result<ExitCode> {
         println!("  skills:         {}", counts.skills);
         println!("  memory entries: {}", counts.memory_entries);
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// Copies SOUL.md, the memory files, skills and jobs.json (then syncs it); returns notes
