@@ -28,6 +28,16 @@ cargo clippy --all-targets -- -D warnings
 step "cargo clippy --all-targets --all-features -D warnings"
 cargo clippy --all-targets --all-features -- -D warnings
 
+# The SAM template (deploy/AWS): cfn-lint from PyPI, in its own venv like moto's below.
+step "cfn-lint infra/aws/template.yaml"
+CFN_VENV=target/cfn-lint-venv
+if [ ! -x "$CFN_VENV/bin/cfn-lint" ]; then
+  echo "installing cfn-lint into $CFN_VENV"
+  python3 -m venv "$CFN_VENV"
+  "$CFN_VENV/bin/pip" install --quiet --disable-pip-version-check cfn-lint
+fi
+"$CFN_VENV/bin/cfn-lint" infra/aws/template.yaml
+
 # --- services -------------------------------------------------------------------------
 PIDS=()
 cleanup() { for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done; }
