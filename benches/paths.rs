@@ -191,6 +191,7 @@ fn app(dir: &std::path::Path) -> (App, Arc<Counting>) {
         timers: Arc::new(PollingTimers),
         tools: Arc::new(hermes_zero::app::tools::builtin()),
         owner: None,
+        jwks: Arc::new(hermes_zero::clients::jwks::HttpJwks::default()),
     });
     (app, store)
 }
@@ -300,13 +301,7 @@ async fn fire_path(dir: &std::path::Path, jobs: usize, concurrency: usize, label
     }
     let fires = jobs.min(1000);
     let tokens: Vec<(String, String)> = (0..fires).map(|i| (format!("j{i}"), token(&format!("j{i}")))).collect();
-    let state = Arc::new(HttpState {
-        app: app.clone(),
-        channels: Arc::default(),
-        api_key: None,
-        provider: "chronos".into(),
-        fire_auth: hermes_zero::app::fire_token::FireAuth::NotConfigured,
-    });
+    let state = Arc::new(HttpState { app: app.clone(), channels: Arc::default(), api_key: None, provider: "chronos".into() });
     let before = store.1.load(Ordering::Relaxed);
     let sem = Arc::new(tokio::sync::Semaphore::new(concurrency));
     let t0 = Instant::now();

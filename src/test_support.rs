@@ -45,8 +45,7 @@ impl Llm for CountingLlm {
 pub fn http_state(app: App, api_key: Option<&str>, provider: &str) -> Arc<crate::http::HttpState> {
     let channels = Arc::new(crate::channels::Channels::from_config(app.loaded()));
     let api_key = api_key.map(|k| secrecy::SecretString::from(k.to_string()));
-    let fire_auth = crate::app::fire_token::FireAuth::from_config(app.loaded(), Arc::new(crate::clients::jwks::HttpJwks::default()));
-    Arc::new(crate::http::HttpState { app, channels, api_key, provider: provider.into(), fire_auth })
+    Arc::new(crate::http::HttpState { app, channels, api_key, provider: provider.into() })
 }
 
 /// The one way tests build an [`App`]: settings from YAML over the defaults (its
@@ -144,6 +143,7 @@ impl TestApp {
             timers: Arc::new(crate::ports::PollingTimers),
             tools: Arc::new(crate::app::tools::builtin()),
             owner: None,
+            jwks: Arc::new(crate::clients::jwks::HttpJwks::default()),
         })
     }
 }

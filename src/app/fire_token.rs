@@ -167,6 +167,20 @@ impl FireClaims {
     }
 }
 
+/// Why a fire token was refused (logged, never shown to the caller).
+#[derive(Debug, thiserror::Error)]
+pub enum FireTokenError {
+    /// No key source configured.
+    #[error("no cron.chronos.jwks_url or public_key_pem configured")]
+    NotConfigured,
+    /// The key configuration is wrong.
+    #[error("bad key configuration: {0}")]
+    Misconfigured(String),
+    /// The token failed a check.
+    #[error("{0}")]
+    Invalid(String),
+}
+
 /// The fire-token verifier as wired: ready, not configured, or misconfigured (every fire is
 /// then refused, and the reason logged).
 #[derive(Clone)]

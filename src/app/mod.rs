@@ -69,6 +69,8 @@ pub(in crate::app) struct Inner {
     pub(in crate::app) live: recovery::Live,
     /// The tools the agent may be offered; built once at wiring time.
     pub(in crate::app) tools: Arc<tools::ToolRegistry>,
+    /// The fire-token verifier, built once (its JWKS cache lives with the process).
+    pub(in crate::app) fire_auth: fire_token::FireAuth,
 }
 
 /// What an [`App`] is built from: settings and adapters, chosen once at wiring time.
@@ -91,6 +93,8 @@ pub struct Parts {
     pub tools: Arc<tools::ToolRegistry>,
     /// The lease owner id of this process (default: `<host>:<pid>`).
     pub owner: Option<String>,
+    /// Where the fire-token verifier fetches a JWKS (`cron.chronos.jwks_url`).
+    pub jwks: Arc<dyn crate::ports::JwksSource>,
 }
 
 /// Use-case failures; mapped to HTTP in `http/error.rs`.
@@ -116,12 +120,13 @@ pub enum AppError {
 impl App {
     /// Builds the app from its parts (once per process, or per test).
     pub fn new(parts: Parts) -> Self {
-        let Parts { cfg, home, store, llm, delivery, timers, clock, tools, owner } = parts;
+        let Parts { cfg, home, store, llm, delivery, timers, clock, tools, owner, jwks } = parts;
+        let fire_auth = fire_token::FireAuth::from_config(&cfg, jwks);
         let mut live = recovery::Live::default();
         if let Some(owner) = owner {
             live.owner = owner;
         }
-        Self { inner: Arc::new(Inner { cfg, home, store, llm, delivery, timers, clock, live, tools }) }
+        Self { inner: Arc::new(Inner { cfg, home, store, llm, delivery, timers, clock, live, tools, fire_auth }) }
     }
 
     /// The session-key switches from settings.

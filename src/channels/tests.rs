@@ -70,13 +70,7 @@ async fn a_registered_channel_gets_its_route_and_delivery() {
     let t = TestApp::new(chrono::Utc::now()).yaml("allow_all_users: true").llm(llm.clone());
     let channels = Arc::new(Channels::from_config(&t.loaded()).with(fake));
     let app = t.delivery(channels.clone()).build();
-    let state = Arc::new(HttpState {
-        app,
-        channels,
-        api_key: None,
-        provider: "builtin".into(),
-        fire_auth: crate::app::fire_token::FireAuth::NotConfigured,
-    });
+    let state = Arc::new(HttpState { app, channels, api_key: None, provider: "builtin".into() });
 
     assert_eq!(call(&state, &[("x-fake-key", "no")], "hi").await, (StatusCode::UNAUTHORIZED, json!({"error": "unauthorized"})));
     assert_eq!(parsed.load(Ordering::SeqCst), 0, "nothing is parsed before authentication");

@@ -1,8 +1,8 @@
 //! The fire-token extractor of `POST /api/cron/fire`: `Authorization: Bearer <JWT>` verified
-//! (signature, claims, `jti` once) by the verifier built at wiring time, before the body is
+//! (signature, claims, `jti` once) by the app's verifier, built at wiring time, before the body is
 //! read. Every failure is the same 401 `invalid fire token`; the reason is only logged.
 
-use crate::app::fire_token::{FireAuth, FireClaims};
+use crate::app::fire_token::{FireClaims, FireTokenError};
 use crate::http::HttpState;
 use crate::http::error::ApiError;
 use axum::extract::FromRequestParts;
@@ -21,15 +21,9 @@ pub enum FireTokenRejection {
     /// No `Authorization: Bearer …` header.
     #[error("no bearer token")]
     Missing,
-    /// No key source configured.
-    #[error("no cron.chronos.jwks_url or public_key_pem configured")]
-    NotConfigured,
-    /// The key configuration is wrong.
-    #[error("bad key configuration: {0}")]
-    Misconfigured(String),
-    /// The token failed a check.
-    #[error("{0}")]
-    Invalid(String),
+    /// The verifier refused it.
+    #[error(transparent)]
+    Refused(#[from] FireTokenError),
 }
 
 impl FireTokenRejection {
@@ -42,7 +36,7 @@ impl FireTokenRejection {
 impl IntoResponse for FireTokenRejection {
     fn into_response(self) -> Response {
         match &self {
-            Self::Misconfigured(_) => tracing::error!(reason = %self, "fire callback refused"),
+            Self::Refused(FireTokenError::Misconfigured(_)) => tracing::error!(reason = %self, "fire callback refused"),
             _ => tracing::warn!(reason = %self, "fire token rejected"),
         }
         Self::response().into_response()
@@ -59,11 +53,6 @@ impl FromRequestParts<Arc<HttpState>> for FireToken {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
             .ok_or(FireTokenRejection::Missing)?;
-        let verifier = match &s.fire_auth {
-            FireAuth::Ready(v) => v,
-            FireAuth::NotConfigured => return Err(FireTokenRejection::NotConfigured),
-            FireAuth::Broken(e) => return Err(FireTokenRejection::Misconfigured(e.clone())),
-        };
-        verifier.verify(token.trim(), s.app.now(), s.app.token_ledger()).await.map(FireToken).map_err(FireTokenRejection::Invalid)
+        Ok(FireToken(s.app.jobs().verify_fire_token(token.trim()).await?))
     }
 }

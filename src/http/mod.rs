@@ -29,8 +29,6 @@ pub struct HttpState {
     pub api_key: Option<SecretString>,
     /// Timer provider in use, for `/healthz`.
     pub provider: String,
-    /// The fire-token verifier, built once (its JWKS cache lives with the process).
-    pub fire_auth: crate::app::fire_token::FireAuth,
 }
 
 /// Refuses a declared body over 1 MiB on every route before any handler runs (bodies without

@@ -18,13 +18,7 @@ fn state() -> Arc<HttpState> {
     let t = TestApp::new(chrono::Utc::now()).home(home).env(Env::from_pairs([("TELEGRAM_WEBHOOK_SECRET", "s3cret")]));
     let channels = Arc::new(Channels::from_config(&t.loaded()));
     let app = t.delivery(channels.clone()).build();
-    Arc::new(HttpState {
-        app,
-        channels,
-        api_key: Some(SecretString::from("k1".to_string())),
-        provider: "builtin".into(),
-        fire_auth: crate::app::fire_token::FireAuth::NotConfigured,
-    })
+    Arc::new(HttpState { app, channels, api_key: Some(SecretString::from("k1".to_string())), provider: "builtin".into() })
 }
 
 async fn call(req: Request<Body>) -> (StatusCode, Value) {

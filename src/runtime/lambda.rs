@@ -100,13 +100,7 @@ async fn run() -> ExitCode {
         tracing::warn!("API_SERVER_KEY is not set: /api/* refuses every request");
     }
     cold_start(&app).await;
-    let state = Arc::new(HttpState {
-        app: app.clone(),
-        channels,
-        api_key,
-        provider: app.provider().as_str().into(),
-        fire_auth: crate::app::fire_token::FireAuth::from_config(app.loaded(), Arc::new(crate::clients::jwks::HttpJwks::default())),
-    });
+    let state = Arc::new(HttpState { app: app.clone(), channels, api_key, provider: app.provider().as_str().into() });
     let handler = Handler { app: app.clone(), router: router(state) };
     let runtime = Runtime::new(service_fn(move |ev: LambdaEvent<Value>| handler.clone().handle(ev)))
         .layer(TracingLayer::new())

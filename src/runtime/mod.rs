@@ -127,6 +127,7 @@ pub async fn wire_as(home: &Path, cfg: Loaded, owner: Option<String>) -> Result<
         timers,
         tools: Arc::new(crate::app::tools::builtin()),
         owner,
+        jwks: Arc::new(crate::clients::jwks::HttpJwks::default()),
     });
     Ok(Wired { app, channels })
 }

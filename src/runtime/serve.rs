@@ -54,13 +54,7 @@ pub async fn run(listener: TcpListener, wired: Wired, shutdown: impl Future<Outp
     let Wired { app, channels } = wired;
     let key = api_key(&app)?;
     let addr = listener.local_addr()?;
-    let state = Arc::new(HttpState {
-        app: app.clone(),
-        channels,
-        api_key: Some(key),
-        provider: app.provider().as_str().into(),
-        fire_auth: crate::app::fire_token::FireAuth::from_config(app.loaded(), Arc::new(crate::clients::jwks::HttpJwks::default())),
-    });
+    let state = Arc::new(HttpState { app: app.clone(), channels, api_key: Some(key), provider: app.provider().as_str().into() });
     match app.jobs().sync_file().await {
         Ok(r) if !(r.created.is_empty() && r.updated.is_empty() && r.disabled.is_empty()) => {
             tracing::info!(file = %r.file, created = r.created.len(), updated = r.updated.len(), disabled = r.disabled.len(), "jobs.json synced")

@@ -1,5 +1,6 @@
 //! [`Jobs`]: everything the edges do with scheduled jobs.
 
+use crate::app::fire_token::{FireAuth, FireClaims, FireTokenError};
 use crate::app::{App, AppError, FireStatus, SyncReport};
 use crate::config::FireMode;
 use crate::core::job::{Job, RunRecord};
@@ -100,5 +101,16 @@ impl Jobs {
     /// Whether fire callbacks are answered at once (202) and run in the background.
     pub fn fires_async(&self) -> bool {
         self.app.inner.cfg.settings.cron.chronos.fire_mode == FireMode::Async
+    }
+
+    /// Verifies a Chronos fire token with the verifier built at wiring time (its `jti` is
+    /// spent in the store, judged by the app's clock). The error says why, for the log only.
+    pub async fn verify_fire_token(&self, token: &str) -> Result<FireClaims, FireTokenError> {
+        let inner = &self.app.inner;
+        match &inner.fire_auth {
+            FireAuth::Ready(v) => v.verify(token, inner.clock.now(), inner.store.as_ref()).await.map_err(FireTokenError::Invalid),
+            FireAuth::NotConfigured => Err(FireTokenError::NotConfigured),
+            FireAuth::Broken(e) => Err(FireTokenError::Misconfigured(e.clone())),
+        }
     }
 }

@@ -18,9 +18,8 @@ pub use recovery::Recovery;
 pub use sessions::{Reset, Sessions};
 
 use crate::app::App;
-use crate::config::Loaded;
 use crate::config::provider::ProviderChoice;
-use crate::ports::{Store, TimerProvider};
+use crate::ports::TimerProvider;
 use chrono::{DateTime, Utc};
 use secrecy::SecretString;
 use std::path::{Path, PathBuf};
@@ -98,20 +97,15 @@ impl App {
         self.inner.llm.name()
     }
 
-    /// The loaded settings, for what the HTTP layer builds from them (the fire-token
-    /// verifier). Use cases are reached through the services, not through this.
-    pub fn loaded(&self) -> &Loaded {
+    /// The loaded settings, for tests that build more wiring (a channel registry) from them.
+    #[cfg(test)]
+    pub fn loaded(&self) -> &crate::config::Loaded {
         &self.inner.cfg
-    }
-
-    /// The one-time-use ledger the fire-token check records token ids in.
-    pub fn token_ledger(&self) -> &dyn Store {
-        self.inner.store.as_ref()
     }
 
     /// The store, for tests outside `app` that set up or inspect records directly.
     #[cfg(test)]
-    pub(crate) fn test_store(&self) -> &std::sync::Arc<dyn Store> {
+    pub(crate) fn test_store(&self) -> &std::sync::Arc<dyn crate::ports::Store> {
         &self.inner.store
     }
 }

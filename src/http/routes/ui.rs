@@ -218,13 +218,8 @@ mod tests {
             let t = TestApp::new(NOW.parse().unwrap()).home(&home).env(Env::from_pairs([("HERMES_TIMEZONE", tz)]));
             let channels = Arc::new(Channels::from_config(&t.loaded()));
             let app = t.delivery(channels.clone()).build();
-            let state = Arc::new(HttpState {
-                app,
-                channels,
-                api_key: Some(SecretString::from("k1".to_string())),
-                provider: "builtin".into(),
-                fire_auth: crate::app::fire_token::FireAuth::NotConfigured,
-            });
+            let state =
+                Arc::new(HttpState { app, channels, api_key: Some(SecretString::from("k1".to_string())), provider: "builtin".into() });
             Self { state, home }
         }
 
