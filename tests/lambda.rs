@@ -363,7 +363,7 @@ async fn lambda_serves_http_events_and_fires_jobs_once() {
     let (kind, resp) = f.invoke(fire.clone()).await;
     assert_eq!(kind, "response", "{resp}");
     assert_eq!(resp["status"], json!("ok"), "{resp}");
-    assert_eq!(resp["outcome"], json!("ok"), "{resp}");
+    assert_eq!(resp["run_status"], json!("ok"), "{resp}");
     assert_eq!(llm.calls(), 4);
     assert!(common::last_user(&llm.requests()[3]).contains("summarise the overnight news"));
     let next = resp["next_fire_at"].as_str().unwrap().to_string();

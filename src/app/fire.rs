@@ -41,6 +41,25 @@ pub enum FireStatus {
     },
 }
 
+impl FireStatus {
+    /// The one JSON shape of a fire's result, for every transport (the Chronos callback, the
+    /// REST run route, the Lambda fire event): `status` is `ok` (it ran, or was recorded as
+    /// missed), `gone`, `duplicate` or `stale`; a run adds `run_id`, `run_status` (`ok`,
+    /// `error`, `delivery_failed`, `missed`) and `error`; `next_fire_at` is the job's next
+    /// occurrence. The run's output is never included (the caller may be the NAS).
+    pub fn to_json(&self) -> serde_json::Value {
+        let iso = |t: &Option<DateTime<Utc>>| t.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+        match self {
+            Self::Gone => serde_json::json!({"status": "gone"}),
+            Self::Duplicate => serde_json::json!({"status": "duplicate"}),
+            Self::Stale { next } => serde_json::json!({"status": "stale", "next_fire_at": iso(next)}),
+            Self::Ran { run, next } => serde_json::json!({
+                "status": "ok", "run_id": run.run_id, "run_status": run.status, "error": run.error, "next_fire_at": iso(next),
+            }),
+        }
+    }
+}
+
 /// Whether an answer means "nothing to report": `[SILENT]` as the whole answer, or as its
 /// first or last line.
 pub fn is_silent(answer: &str) -> bool {

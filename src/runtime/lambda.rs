@@ -18,7 +18,7 @@
 //!
 //! Knows the Lambda event shapes and runtime protocol; the use cases know nothing of Lambda.
 
-use crate::app::{App, FireStatus};
+use crate::app::App;
 use crate::config::{Env, load_settings};
 use crate::http::{HttpState, router};
 use axum::Router;
@@ -213,15 +213,7 @@ impl Handler {
             }
         };
         let status = self.app.jobs().fire(&ev.job_id, ev.fire_at, "eventbridge").await?;
-        let iso = |t: Option<DateTime<Utc>>| t.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
-        Ok(match status {
-            FireStatus::Gone => json!({"status": "gone"}),
-            FireStatus::Duplicate => json!({"status": "duplicate"}),
-            FireStatus::Stale { next } => json!({"status": "stale", "next_fire_at": iso(next)}),
-            FireStatus::Ran { run, next } => {
-                json!({"status": "ok", "run_id": run.run_id, "outcome": run.status, "next_fire_at": iso(next)})
-            }
-        })
+        Ok(status.to_json())
     }
 }
 

@@ -93,6 +93,7 @@ async fn cronjob(app: &App, mut args: Value, origin: Option<&Origin>) -> Result<
         "run" => {
             let job = app.find_job(&need_id()?).await.map_err(e)?;
             match Box::pin(app.run_now(&job.id)).await.map_err(e)? {
+                // The model gets the run's output too: it asked for the run.
                 FireStatus::Ran { run, .. } => Ok(json!({"ran": job.id, "status": run.status, "output": run.output})),
                 other => Ok(json!({"status": format!("{other:?}")})),
             }

@@ -1,7 +1,6 @@
 //! `POST /api/cron/fire`: the Chronos fire callback. Token checks first (401 `invalid fire
 //! token`, no detail), then the shared fire path; sync by default, 202 in async mode.
 
-use crate::app::FireStatus;
 use crate::http::HttpState;
 use crate::http::error::ApiError;
 use crate::http::extract::JsonBody;
@@ -12,7 +11,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::sync::Arc;
 
 /// The callback body.
@@ -22,16 +21,6 @@ pub struct FireBody {
     job_id: Option<String>,
     #[serde(default)]
     fire_at: Option<String>,
-}
-
-/// Maps a fire result to the response body of docs/design.md#fire-callback.
-pub fn status_body(s: &FireStatus) -> Value {
-    match s {
-        FireStatus::Gone => json!({"status": "gone"}),
-        FireStatus::Duplicate => json!({"status": "duplicate"}),
-        FireStatus::Stale { next } => json!({"status": "stale", "next_fire_at": next}),
-        FireStatus::Ran { run, next } => json!({"status": "ok", "run_id": run.run_id, "run_status": run.status, "next_fire_at": next}),
-    }
 }
 
 /// Handles one fire callback. The token is verified (and its `jti` spent) before the body
@@ -61,5 +50,5 @@ pub async fn fire(
         return Ok((StatusCode::ACCEPTED, Json(json!({"status": "accepted"}))).into_response());
     }
     let status = s.app.jobs().fire(&job_id, fire_at, "chronos").await?;
-    Ok(Json(status_body(&status)).into_response())
+    Ok(Json(status.to_json()).into_response())
 }

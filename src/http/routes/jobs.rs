@@ -1,6 +1,6 @@
 //! `/api/jobs…`: job management over HTTP (API key), same use cases as the CLI and tool.
 
-use crate::app::{FireStatus, job_view};
+use crate::app::job_view;
 use crate::http::HttpState;
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiKey, JsonBody};
@@ -63,12 +63,7 @@ pub async fn resume(_: ApiKey, State(s): State<Arc<HttpState>>, Path(id): Path<S
 /// Runs a job now through the normal claim.
 pub async fn run(_: ApiKey, State(s): State<Arc<HttpState>>, Path(id): Path<String>) -> Res {
     let j = s.app.jobs().find(&id).await?;
-    Ok(Json(match s.app.jobs().run_now(&j.id).await? {
-        FireStatus::Ran { run, next } => json!({"status": run.status, "run": run, "next_run_at": next}),
-        FireStatus::Duplicate => json!({"status": "duplicate"}),
-        FireStatus::Gone => json!({"status": "gone"}),
-        FireStatus::Stale { next } => json!({"status": "stale", "next_run_at": next}),
-    }))
+    Ok(Json(s.app.jobs().run_now(&j.id).await?.to_json()))
 }
 
 /// Recent runs, newest first.

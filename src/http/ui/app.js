@@ -260,8 +260,9 @@
       button.textContent = 'Running…';
       try {
         const data = await api('POST', `${path}/run`);
-        const detail = data.run && data.run.error ? ` (${data.run.error})` : '';
-        notice(`Ran “${job.name}”: ${data.status}${detail}.`, data.status !== 'ok');
+        const outcome = data.run_status || data.status;
+        const detail = data.error ? ` (${data.error})` : '';
+        notice(`Ran “${job.name}”: ${outcome}${detail}.`, outcome !== 'ok');
         st.open.add(job.id);
         await loadJobs();
       } finally {
