@@ -138,10 +138,29 @@ impl App {
             _ => {}
         }
         let adv = job.advance(&decision, occ.fire_at, &self.inner.live.owner, now);
-        Ok(match self.inner.store.claim_occurrence(&occ, &adv, now).await? {
-            Claim::Claimed(j) => Step::Claimed(Box::new(Claimed { job: *j, occ, decision })),
-            Claim::Duplicate => Step::Done(FireStatus::Duplicate),
-        })
+        match self.inner.store.claim_occurrence(&occ, &adv, now).await? {
+            Claim::Claimed(j) => Ok(Step::Claimed(Box::new(Claimed { job: *j, occ, decision }))),
+            Claim::Duplicate => {
+                self.advance_past_claimed(&job, &decision, &occ, now).await?;
+                Ok(Step::Done(FireStatus::Duplicate))
+            }
+        }
+    }
+
+    /// The job's current occurrence is claimed already, yet the job still points at it (its
+    /// claimer's write did not advance it). The claim exists, so the work is done or owned:
+    /// move the job past it (compare-and-set on the version read), or every later tick would
+    /// fire the same occurrence and get `duplicate` forever.
+    async fn advance_past_claimed(&self, job: &Job, decision: &Decision, occ: &Occurrence, now: DateTime<Utc>) -> Result<(), AppError> {
+        let mut adv = job.advance(decision, occ.fire_at, &self.inner.live.owner, now);
+        adv.running = None;
+        if adv.state == JobState::Running {
+            adv.state = if adv.next_run_at.is_some() { JobState::Scheduled } else { JobState::Completed };
+        }
+        let written = self.inner.store.put_job(&adv).await?;
+        tracing::warn!(job_id = %job.id, occurrence = %occ.key(), next = ?written.next_run_at, "occurrence was claimed but the job had not moved past it; advanced it");
+        self.rearm(&written).await;
+        Ok(())
     }
 
     /// Runs a job now (manual `run`): its own occurrence at the current second, through the
@@ -152,7 +171,7 @@ impl App {
         let (claimed, occ) = retry_cas(|| async {
             let Some(job) = self.inner.store.get_job(job_id).await? else { return Err(AppError::NotFound(format!("no job `{job_id}`"))) };
             let now = self.inner.clock.now();
-            let occ = Occurrence::new(&job.id, now + Duration::seconds(bump.load(std::sync::atomic::Ordering::Relaxed)));
+            let occ = Occurrence::manual(&job.id, now + Duration::seconds(bump.load(std::sync::atomic::Ordering::Relaxed)));
             let mut adv = job.clone();
             adv.last_run_at = Some(now);
             match self.inner.store.claim_occurrence(&occ, &adv, now).await? {

@@ -195,3 +195,48 @@ async fn a_message_its_caller_answers_sends_nothing_to_the_origin() {
     let sent: Vec<String> = k.outbox.0.lock().unwrap().iter().map(|(t, s)| format!("{}:{}:{s}", t.platform, t.chat_id)).collect();
     assert_eq!(sent, ["discord:c1:echo: again"]);
 }
+
+/// A job due at `at` ("every 1h", local delivery), stored.
+async fn due_job(k: &Kit, id: &str, at: DateTime<Utc>) {
+    let mut j = crate::store::conformance::sample_job(id, Some(at));
+    j.deliver = vec!["local".into()];
+    k.app.test_store().put_job(&j).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_manual_run_in_the_scheduled_second_does_not_wedge_the_job() {
+    let k = kit("{}", "2026-03-01T08:00:00Z");
+    let at = crate::ports::Clock::now(k.clock.as_ref());
+    due_job(&k, "j", at).await;
+    // `cron run` lands in the very second the job is due: its own occurrence key space…
+    assert!(matches!(k.app.jobs().run_now("j").await.unwrap(), crate::app::FireStatus::Ran { .. }));
+    // …so the scheduled occurrence still runs, and the job moves on.
+    let fired = k.app.jobs().fire("j", None, "ticker").await.unwrap();
+    assert!(matches!(fired, crate::app::FireStatus::Ran { .. }), "{fired:?}");
+    let j = k.app.test_store().get_job("j").await.unwrap().unwrap();
+    assert_eq!(j.next_run_at, Some(at + Duration::hours(1)));
+    assert_eq!(k.llm.0.lock().unwrap().len(), 2, "one manual run and one scheduled run");
+    // Each run's outcome is recorded on its own claim.
+    let store = k.app.test_store();
+    assert_eq!(store.claim_status(&crate::core::job::Occurrence::manual("j", at)).await.unwrap().as_deref(), Some("ok"));
+    assert_eq!(store.claim_status(&crate::core::job::Occurrence::new("j", at)).await.unwrap().as_deref(), Some("ok"));
+}
+
+#[tokio::test]
+async fn a_claimed_occurrence_the_job_did_not_move_past_is_advanced() {
+    let k = kit("{}", "2026-03-01T08:00:00Z");
+    let at = crate::ports::Clock::now(k.clock.as_ref());
+    due_job(&k, "j", at).await;
+    // A claim whose write left the job on the same occurrence (what an older manual run did).
+    let job = k.app.test_store().get_job("j").await.unwrap().unwrap();
+    let occ = crate::core::job::Occurrence::new("j", at);
+    k.app.test_store().claim_occurrence(&occ, &job, at).await.unwrap();
+    let fired = k.app.jobs().fire("j", None, "ticker").await.unwrap();
+    assert!(matches!(fired, crate::app::FireStatus::Duplicate), "{fired:?}");
+    let j = k.app.test_store().get_job("j").await.unwrap().unwrap();
+    assert_eq!(j.next_run_at, Some(at + Duration::hours(1)), "the job moved past the claimed occurrence");
+    // The next tick after the next occurrence runs it: the job is not wedged.
+    k.clock.advance(Duration::hours(1));
+    assert!(matches!(k.app.jobs().fire("j", None, "ticker").await.unwrap(), crate::app::FireStatus::Ran { .. }));
+    assert_eq!(k.llm.0.lock().unwrap().len(), 1, "the claimed occurrence itself never ran again");
+}

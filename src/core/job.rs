@@ -9,6 +9,9 @@ use serde_json::{Map, Value};
 
 pub use crate::core::run::{DeliveryResult, RunOutcome, RunRecord};
 
+/// The key-space prefix of manual runs' occurrences ([`Occurrence::manual`]).
+pub const MANUAL_PREFIX: &str = "manual~";
+
 /// Late tolerance of one-shots (and the floor of the grace window).
 pub const ONE_SHOT_GRACE_SECS: i64 = 120;
 /// How long completed jobs are kept.
@@ -281,6 +284,14 @@ impl Occurrence {
     pub fn new(job_id: &str, fire_at: DateTime<Utc>) -> Self {
         let secs = fire_at.timestamp();
         Self { job_id: job_id.to_string(), fire_at: DateTime::from_timestamp(secs, 0).unwrap_or(fire_at) }
+    }
+
+    /// A manual run (`cron run`, the REST run route, the `cronjob` tool) of `job_id` at `at`.
+    /// Manual runs claim in their own key space (`manual~<job_id>`; `~` is never part of a
+    /// job id), so a manual run in the same second as a scheduled occurrence never takes that
+    /// occurrence's claim (and its delivery ledger) away from it.
+    pub fn manual(job_id: &str, at: DateTime<Utc>) -> Self {
+        Self::new(&format!("{MANUAL_PREFIX}{job_id}"), at)
     }
 
     /// `<job_id>:<fire_at RFC 3339>` (the dedup key used with timer providers).

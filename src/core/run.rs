@@ -1,7 +1,7 @@
 //! One run of one occurrence, as stored: how it ended, what it delivered (the claim record
 //! and the run list keep it).
 
-use crate::core::job::RunStatus;
+use crate::core::job::{Occurrence, RunStatus};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -90,4 +90,12 @@ pub struct RunRecord {
     /// The run's session (`cron_<job>_<stamp>`).
     #[serde(default)]
     pub session_id: String,
+}
+
+impl RunRecord {
+    /// The occurrence whose claim this run belongs to: manual runs claim in their own key
+    /// space ([`Occurrence::manual`]), every other trigger the job's scheduled occurrence.
+    pub fn occurrence(&self) -> Occurrence {
+        if self.trigger == "manual" { Occurrence::manual(&self.job_id, self.fire_at) } else { Occurrence::new(&self.job_id, self.fire_at) }
+    }
 }

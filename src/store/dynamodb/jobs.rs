@@ -125,7 +125,7 @@ pub(super) async fn claim_status(st: &DynamoStore, occ: &Occurrence) -> Result<O
 
 /// `JobStore::finish_run`: the claim's status (if claimed), the run, then the retention trim.
 pub(super) async fn finish_run(st: &DynamoStore, run: &RunRecord, retention: usize) -> Result<(), StoreError> {
-    let occ = Occurrence::new(&run.job_id, run.fire_at);
+    let occ = run.occurrence();
     let res = st
         .client
         .update_item()

@@ -83,9 +83,10 @@ fn claim_status(c: &Connection, occ: &Occurrence) -> Result<Option<String>, Stor
 
 fn finish_run(c: &mut Connection, run: &RunRecord, retention: usize) -> Result<(), StoreError> {
     let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
+    let occ = run.occurrence();
     tx.execute(
         "UPDATE claims SET status = ?3 WHERE job_id = ?1 AND fire_at = ?2",
-        params![run.job_id, run.fire_at.timestamp(), run.status.as_str()],
+        params![occ.job_id, occ.fire_at.timestamp(), run.status.as_str()],
     )
     .map_err(backend)?;
     tx.execute(
