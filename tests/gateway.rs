@@ -119,6 +119,23 @@ async fn long_telegram_reply_is_split_on_lines() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn telegram_limit_counts_utf16_code_units() {
+    // 3000 emoji: 3000 characters, but 6000 UTF-16 code units, which is what Telegram counts.
+    let llm = FakeLlm::start().await;
+    let long = "😀".repeat(3000);
+    llm.push(Reply::Text(long.clone()));
+    let tg = FakeTelegram::start().await;
+    let home = TempHome::new("tgutf16");
+    home.write("config.yaml", &config(Some(&llm), Some(&tg), ""));
+    let gw = Gateway::start(home.path(), &[]);
+    assert_eq!(gw.telegram("tg-secret", tg_update(6, 51, 42, 42, "emoji please")).await, 200);
+    let sent = tg.wait_for(2, 10).await;
+    let texts: Vec<&str> = sent.iter().map(|m| m["text"].as_str().unwrap()).collect();
+    assert_eq!(texts.iter().map(|t| t.encode_utf16().count()).collect::<Vec<_>>(), vec![4096, 1904]);
+    assert_eq!(texts.concat(), long);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn model_failure_gives_502_and_keeps_the_message() {
     let llm = FakeLlm::start().await;
     for _ in 0..3 {

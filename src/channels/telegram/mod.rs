@@ -104,6 +104,11 @@ impl Channel for Telegram {
         api::LIMIT
     }
 
+    /// Telegram's 4096 is counted in UTF-16 code units, not characters.
+    fn split(&self, text: &str) -> Vec<String> {
+        crate::core::text::split_message_utf16(text, api::LIMIT)
+    }
+
     fn ready(&self) -> Result<(), DeliveryError> {
         match self.client {
             Some(_) => Ok(()),
