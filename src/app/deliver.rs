@@ -36,8 +36,9 @@ impl App {
     }
 
     fn resolve_one(&self, job: &Job, label: &str) -> Resolved {
-        let p = &self.inner.cfg.settings.platforms;
-        let home = |platform: &str| p.get(platform).map(|s| s.home_channel.clone());
+        // A platform is known when a channel delivers to it; its home channel comes from its
+        // settings or `<PLATFORM>_HOME_CHANNEL`.
+        let home = |platform: &str| self.inner.delivery.delivers_to(platform).then(|| self.inner.cfg.platform(platform).home_channel);
         let mut parts = label.splitn(3, ':');
         let platform = parts.next().unwrap_or_default();
         match (platform, parts.next(), parts.next()) {

@@ -66,9 +66,8 @@ impl App {
         if !self.delivers_to(origin) {
             return true;
         }
-        let s = &self.inner.cfg.settings;
-        let list = s.platforms.get(&origin.platform).map_or(&[][..], |p| p.allowed_users.as_slice());
-        s.allow_all_users || origin.user_id.as_ref().is_some_and(|u| list.iter().any(|a| a == u))
+        let list = self.inner.cfg.platform(&origin.platform).allowed_users;
+        self.inner.cfg.settings.allow_all_users || origin.user_id.as_ref().is_some_and(|u| list.iter().any(|a| a == u))
     }
 
     fn inbound_id(msg: &Inbound) -> Option<InboundId> {

@@ -30,8 +30,17 @@ pub enum ConfigError {
 }
 
 /// A snapshot of the process environment, read once at start (never mutated at runtime).
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct Env(HashMap<String, String>);
+
+/// Names only: the values may be secrets.
+impl std::fmt::Debug for Env {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut names: Vec<&String> = self.0.keys().collect();
+        names.sort();
+        f.debug_tuple("Env").field(&names).finish()
+    }
+}
 
 impl Env {
     /// The real environment.
@@ -89,12 +98,26 @@ pub struct Loaded {
     pub model: super::models::ModelChain,
     /// The file that was read, if any.
     pub file: Option<PathBuf>,
+    /// The environment snapshot the settings were read with: a channel reads its own
+    /// variables (its secrets) from here, so adding one needs no field in this module.
+    pub env: Env,
     /// Testing aid: seconds added to the wall clock (`HERMES_CLOCK_OFFSET_SECS`), so
     /// black-box tests can make jobs due without waiting. 0 in normal use.
     pub clock_offset_secs: i64,
 }
 
 impl Loaded {
+    /// The settings of the chat platform `name`: its `platforms.<name>` block, then the
+    /// environment's `<NAME>_ALLOWED_USERS` (comma list) and `<NAME>_HOME_CHANNEL`. Works for
+    /// any platform name, so a new channel needs no settings code of its own.
+    pub fn platform(&self, name: &str) -> PlatformSettings {
+        let mut p = self.settings.platforms.get(name).cloned().unwrap_or_default();
+        let upper = name.to_ascii_uppercase();
+        env_list(&self.env, &format!("{upper}_ALLOWED_USERS"), &mut p.allowed_users);
+        env_str(&self.env, &format!("{upper}_HOME_CHANNEL"), &mut p.home_channel);
+        p
+    }
+
     /// This agent's instance id: `cron.chronos.instance_id`, else `hermes-zero` (the default
     /// fire-token audience is `agent:<instance id>`).
     pub fn instance_id(&self) -> String {
@@ -135,7 +158,7 @@ pub fn load_settings(home: &Path, config_file: Option<&Path>, env: &Env) -> Resu
             reason: format!("`{v}` is not a whole number of seconds"),
         })?,
     };
-    Ok(Loaded { settings, secrets, tz, warnings, ignored, model, file, clock_offset_secs })
+    Ok(Loaded { settings, secrets, tz, warnings, ignored, model, file, clock_offset_secs, env: env.clone() })
 }
 
 /// `access_token` from `$HERMES_HOME/auth.json`, if present.
@@ -270,6 +293,12 @@ fn unknown_keys(v: &serde_json::Value, known: &serde_json::Value, prefix: &str, 
         }
         match k.get(name) {
             Some(kc) => unknown_keys(child, kc, &path, out, ignored),
+            // Any `platforms.<name>` is a platform block (channels added later have none of
+            // their own here); its keys are checked like every platform's.
+            None if prefix == "platforms" => {
+                let shape = serde_json::to_value(super::types::PlatformSettings::default()).unwrap_or_default();
+                unknown_keys(child, &shape, &path, out, ignored);
+            }
             None if HERMES_SECTIONS.contains(&path.as_str()) || HERMES_SUBKEYS.contains(&path.as_str()) => ignored.push(path),
             None => {
                 if prefix.is_empty() {

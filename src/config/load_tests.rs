@@ -147,3 +147,20 @@ fn unknown_provider_names_the_known_ones() {
     let Err(ConfigError::Invalid { key, .. }) = load("fallback_model: {provider: skynet, model: m}\n", &[]) else { panic!() };
     assert_eq!(key, "fallback_model.provider");
 }
+
+#[test]
+fn any_platform_name_has_settings_from_its_block_and_its_variables() {
+    // A platform no field names (a channel added later): its block parses, its keys are
+    // checked like every platform's, and <NAME>_ALLOWED_USERS / <NAME>_HOME_CHANNEL apply.
+    let l = load("platforms: {slack: {allowed_users: [U1], home_channel: C1, bogus: 1}}\n", &[("SLACK_HOME_CHANNEL", "C9")]).unwrap();
+    let slack = l.platform("slack");
+    assert_eq!((slack.allowed_users, slack.home_channel), (vec!["U1".to_string()], "C9".to_string()));
+    assert!(l.warnings.iter().any(|w| w.contains("platforms.slack.bogus")), "{:?}", l.warnings);
+    assert!(!l.warnings.iter().any(|w| w.contains("`platforms.slack`")), "{:?}", l.warnings);
+    let wa = load("{}", &[("WHATSAPP_ALLOWED_USERS", "4915, 4916")]).unwrap().platform("whatsapp");
+    assert_eq!(wa.allowed_users, ["4915", "4916"]);
+    assert_eq!(l.platform("telegram").api_base, "https://api.telegram.org", "the built-in platforms keep their defaults");
+    // The environment snapshot never prints its values (they may be secrets).
+    let dbg = format!("{:?}", Env::from_pairs([("SLACK_BOT_TOKEN", "xoxb-secret")]));
+    assert!(dbg.contains("SLACK_BOT_TOKEN") && !dbg.contains("xoxb-secret"), "{dbg}");
+}

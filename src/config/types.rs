@@ -185,6 +185,9 @@ pub struct Platforms {
     pub telegram: PlatformSettings,
     /// Discord.
     pub discord: PlatformSettings,
+    /// Every other platform (`platforms.<name>`), for channels added later.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, PlatformSettings>,
 }
 
 impl Default for Platforms {
@@ -192,6 +195,7 @@ impl Default for Platforms {
         Self {
             telegram: PlatformSettings { api_base: "https://api.telegram.org".into(), ..PlatformSettings::default() },
             discord: PlatformSettings { api_base: "https://discord.com/api/v10".into(), ..PlatformSettings::default() },
+            other: BTreeMap::new(),
         }
     }
 }
@@ -202,7 +206,7 @@ impl Platforms {
         match name {
             "telegram" => Some(&self.telegram),
             "discord" => Some(&self.discord),
-            _ => None,
+            other => self.other.get(other),
         }
     }
 }
