@@ -225,11 +225,8 @@ impl Llm for AnthropicLlm {
 
     async fn complete(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let body = self.body(req);
-        let mut r = with_retries(self.attempts, self.backoff, || self.attempt(&body)).await?;
-        if r.model.is_empty() {
-            r.model = req.model.clone().unwrap_or_else(|| self.model.clone());
-        }
-        Ok(r)
+        let r = with_retries(self.attempts, self.backoff, || self.attempt(&body)).await?;
+        Ok(super::retry::answered_by(r, req.model.as_ref(), &self.model))
     }
 }
 

@@ -134,12 +134,9 @@ impl Llm for OpenAiLlm {
 
     async fn complete(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let body = self.body(req);
-        let mut r = with_retries(self.attempts, self.backoff, || self.attempt(&body)).await?;
+        let r = with_retries(self.attempts, self.backoff, || self.attempt(&body)).await?;
         // Why: the transcript records the model that answered; some servers omit `model`.
-        if r.model.is_empty() {
-            r.model = req.model.clone().unwrap_or_else(|| self.model.clone());
-        }
-        Ok(r)
+        Ok(super::retry::answered_by(r, req.model.as_ref(), &self.model))
     }
 }
 

@@ -31,6 +31,15 @@ where
     }
 }
 
+/// Names the model that answered when the server left it out: the request's per-job model,
+/// else the client's configured one (the transcript records who answered).
+pub fn answered_by(mut r: ChatResponse, req_model: Option<&String>, configured: &str) -> ChatResponse {
+    if r.model.is_empty() {
+        r.model = req_model.cloned().unwrap_or_else(|| configured.to_string());
+    }
+    r
+}
+
 /// The upstream's own error message from an error body (`{"error":{"message":…}}`, as both
 /// OpenAI and Anthropic send), else the start of the body.
 pub fn error_detail(text: &str) -> String {
