@@ -1,9 +1,9 @@
 //! Loading: defaults → `config.yaml` → environment, then validation. Unknown keys are
 //! warned about; a wrong type or value is a [`ConfigError`] naming file, key and reason.
 
+use super::env::Env;
 use super::types::*;
 use secrecy::SecretString;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// A configuration problem: exit code 78.
@@ -27,41 +27,6 @@ pub enum ConfigError {
         /// What is wrong.
         reason: String,
     },
-}
-
-/// A snapshot of the process environment, read once at start (never mutated at runtime).
-#[derive(Clone, Default)]
-pub struct Env(HashMap<String, String>);
-
-/// Names only: the values may be secrets.
-impl std::fmt::Debug for Env {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut names: Vec<&String> = self.0.keys().collect();
-        names.sort();
-        f.debug_tuple("Env").field(&names).finish()
-    }
-}
-
-impl Env {
-    /// The real environment.
-    pub fn from_process() -> Self {
-        Self(std::env::vars().collect())
-    }
-
-    /// A given environment (tests).
-    pub fn from_pairs<I: IntoIterator<Item = (K, V)>, K: Into<String>, V: Into<String>>(pairs: I) -> Self {
-        Self(pairs.into_iter().map(|(k, v)| (k.into(), v.into())).collect())
-    }
-
-    /// A non-empty value.
-    pub fn get(&self, k: &str) -> Option<&str> {
-        self.0.get(k).map(String::as_str).filter(|v| !v.trim().is_empty())
-    }
-
-    /// A non-empty value as a secret.
-    pub fn secret(&self, k: &str) -> Option<SecretString> {
-        self.get(k).map(|v| SecretString::from(v.to_string()))
-    }
 }
 
 /// Secrets, from the environment only.

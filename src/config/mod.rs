@@ -5,12 +5,14 @@
 //! Knows file formats, key names and the provider table (`models`); knows nothing of HTTP,
 //! stores or model clients.
 
+mod env;
 mod hermes;
 mod load;
 pub mod models;
 pub mod provider;
 mod types;
 
+pub use env::Env;
 pub use hermes::*;
-pub use load::{ConfigError, Env, Loaded, Parsed, Secrets, load_settings, parse_yaml, parse_yaml_full};
+pub use load::{ConfigError, Loaded, Parsed, Secrets, load_settings, parse_yaml, parse_yaml_full};
 pub use types::*;

@@ -5,7 +5,8 @@
 //!
 //! Knows names, URLs and variables; builds no client (that is `clients::llm`).
 
-use super::load::{ConfigError, Env};
+use super::env::Env;
+use super::load::ConfigError;
 use super::types::Settings;
 use super::{FallbackEntry, OneOrMany};
 use secrecy::SecretString;
