@@ -186,7 +186,7 @@ impl Schedule {
     }
 
     /// Human description, e.g. "every 30 minutes", "at 08:00 every day (cron 0 8 * * *)",
-    /// "once at 2026-12-01 09:00 UTC"; uncommon cron shapes read "cron <expr>".
+    /// "once at 2026-12-01 09:00 UTC"; uncommon cron shapes read `"cron <expr>"`.
     pub fn display(&self) -> String {
         match self {
             Schedule::Interval { seconds } => {
