@@ -116,6 +116,9 @@ if [ -n "$CLOCK_DATES" ]; then
     step "installing faketime (Debian) for the shifted-clock pass"
     apt_install faketime
   fi
+  # The test runner of the host target (e.g. CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER).
+  host=$(rustc -vV | sed -n 's/^host: //p')
+  RUNNER_VAR="CARGO_TARGET_$(printf '%s' "$host" | tr 'a-z-' 'A-Z_')_RUNNER"
   for when in $CLOCK_DATES; do
     target=$(date -u -d "$when" +%s) || die "HZ_CLOCK_DATES: cannot parse '$when'"
     offset=$(( target - $(date -u +%s) ))
@@ -123,6 +126,8 @@ if [ -n "$CLOCK_DATES" ]; then
     stop_moto
     if [ "$offset" -ge 0 ]; then spec="+$offset"; else spec="$offset"; fi
     start_moto faketime -f "$spec"
-    CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="faketime -f $spec" run_suite
+    export "$RUNNER_VAR=faketime -f $spec"
+    run_suite
+    unset "$RUNNER_VAR"
   done
 fi
