@@ -93,11 +93,11 @@ impl Default for Settings {
 
 impl Settings {
     /// The reset policies as core's rules (default and overrides).
-    pub fn reset_rules(&self) -> crate::core::reset::ResetRules {
+    pub fn reset_rules(&self) -> crate::core::reset::ResetRules<'_> {
         crate::core::reset::ResetRules {
-            default: self.session_reset.clone(),
-            by_platform: self.session_reset_by_platform.clone(),
-            by_type: self.session_reset_by_type.clone(),
+            default: &self.session_reset,
+            by_platform: &self.session_reset_by_platform,
+            by_type: &self.session_reset_by_type,
         }
     }
 }

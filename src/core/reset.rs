@@ -89,18 +89,18 @@ impl ResetPolicy {
 }
 
 /// Every reset policy of a deployment: the default and its per-chat-type and per-platform
-/// overrides (config parses into this).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ResetRules {
+/// overrides, borrowed from the settings (nothing is copied per message).
+#[derive(Debug, Clone, Copy)]
+pub struct ResetRules<'a> {
     /// The default policy.
-    pub default: ResetPolicy,
+    pub default: &'a ResetPolicy,
     /// Overrides by platform (win over chat-type overrides).
-    pub by_platform: BTreeMap<String, ResetOverride>,
+    pub by_platform: &'a BTreeMap<String, ResetOverride>,
     /// Overrides by chat type (`dm`, `group`, …).
-    pub by_type: BTreeMap<String, ResetOverride>,
+    pub by_type: &'a BTreeMap<String, ResetOverride>,
 }
 
-impl ResetRules {
+impl ResetRules<'_> {
     /// The policy in force for a chat: default, then the chat-type override, then the
     /// platform override (platform wins).
     pub fn policy_for(&self, platform: &str, chat_type: ChatType) -> ResetPolicy {
@@ -243,9 +243,11 @@ mod tests {
 
     #[test]
     fn platform_override_beats_type_override() {
-        let mut s = ResetRules::default();
-        s.by_type.insert("group".into(), ResetOverride { mode: Some(ResetMode::Daily), at_hour: Some(6), ..Default::default() });
-        s.by_platform.insert("telegram".into(), ResetOverride { mode: Some(ResetMode::Idle), ..Default::default() });
+        let default = ResetPolicy::default();
+        let by_type =
+            BTreeMap::from([("group".to_string(), ResetOverride { mode: Some(ResetMode::Daily), at_hour: Some(6), ..Default::default() })]);
+        let by_platform = BTreeMap::from([("telegram".to_string(), ResetOverride { mode: Some(ResetMode::Idle), ..Default::default() })]);
+        let s = ResetRules { default: &default, by_platform: &by_platform, by_type: &by_type };
         let p = s.policy_for("telegram", ChatType::Group);
         assert_eq!((p.mode, p.at_hour), (ResetMode::Idle, 6));
         assert_eq!(s.policy_for("discord", ChatType::Group).mode, ResetMode::Daily);
