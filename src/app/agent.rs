@@ -65,6 +65,7 @@ where
         msg.model = (!resp.model.is_empty()).then(|| resp.model.clone());
         if resp.tool_calls.is_empty() {
             app.inner.store.append_messages(spec.session_id, std::slice::from_ref(&msg), None).await?;
+            crate::app::crash::crash_point("turn:answer_stored");
             out.reply = resp.content;
             return Ok(out);
         }

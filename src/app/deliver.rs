@@ -89,12 +89,14 @@ impl App {
                     continue;
                 }
             }
+            crate::app::crash::crash_point("delivery:ledger_begun");
             let sent = self.inner.delivery.send(&target, text).await;
             crate::app::crash::crash_point("delivery:sent");
             let status = if sent.is_ok() { "sent" } else { "failed" };
             if let Err(e) = self.inner.store.ledger_finish(occ, &key, status, self.inner.clock.now()).await {
                 tracing::warn!(job_id = %job.id, error = %e, "could not update the delivery ledger");
             }
+            crate::app::crash::crash_point("delivery:recorded");
             match sent {
                 Ok(()) => results.push(res("sent", None)),
                 Err(e) => {

@@ -100,6 +100,7 @@ impl App {
         };
         crate::app::crash::crash_point("fire:ran");
         let next = self.finalize(&claimed, &run).await?;
+        crate::app::crash::crash_point("fire:finalized");
         if self.inner.timers.provider().is_managed() {
             let _ = self.reconcile_timers().await;
         }
@@ -138,6 +139,7 @@ impl App {
             _ => {}
         }
         let adv = job.advance(&decision, occ.fire_at, &self.inner.live.owner, now);
+        crate::app::crash::crash_point("fire:due");
         match self.inner.store.claim_occurrence(&occ, &adv, now).await? {
             Claim::Claimed(j) => Ok(Step::Claimed(Box::new(Claimed { job: *j, occ, decision }))),
             Claim::Duplicate => {

@@ -129,6 +129,7 @@ impl App {
         // Release now when nothing else waits, so the reply leaves with the lease free;
         // otherwise keep draining in the background.
         self.continue_or_release(key, token).await?;
+        crate::app::crash::crash_point("turn:released");
         out.reply = Some(report.reply);
         out.notices = report.notices;
         Ok(out)
@@ -269,6 +270,7 @@ impl App {
                 Err(e) => return Err(e.into()),
             }
         };
+        crate::app::crash::crash_point("queue:stored");
         out.queued = true;
         out.busy = true;
         out.position = Some(position);

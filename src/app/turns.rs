@@ -183,8 +183,10 @@ impl App {
                     .store
                     .put_entry(&next, &[SessionChange::Append { session_id: e.session_id.clone(), messages: msgs }])
                     .await?;
+                crate::app::crash::crash_point("slot:moved");
                 return Ok(Next::Turn(Box::new(n)));
             } else if self.inner.store.queue_pop_into(key, &e.session_id).await?.is_some() {
+                crate::app::crash::crash_point("queue:popped");
                 return match self.inner.store.put_entry(&next, &[]).await {
                     Ok(n) => Ok(Next::Turn(Box::new(n))),
                     // The item is in the transcript already; run it with the entry as it is now.
@@ -310,6 +312,7 @@ impl App {
             let changes =
                 if msgs.is_empty() { vec![] } else { vec![SessionChange::Append { session_id: cur.session_id.clone(), messages: msgs }] };
             let entry = self.inner.store.put_entry(&next, &changes).await?;
+            crate::app::crash::crash_point("wake:leased");
             self.inner.live.register(key, &token, &entry.origin);
             if first_turn && self.one_turn(&entry).await.is_err() {
                 let _ = self.update_leased(key, &token, &[], |e| e.lease = None).await;
