@@ -1,13 +1,15 @@
 //! Seeded random crash suite (issue #17, docs/design.md#guarantees).
 //!
-//! Four lanes, each with its own home (two in `busy_input_mode: queue`, two in the default
+//! Six lanes, each with its own home (half in `busy_input_mode: queue`, half in the default
 //! `interrupt`), restart the real binary again and again. Each run draws, from the seed, a
 //! workload (chat messages to the Telegram webhook and `POST /api/messages`, a burst of
 //! messages to one busy key, or a clock jump that makes one-shot jobs due or missed) and a
 //! crash `HERMES_CRASH_AT=<point>#<n>`: abort on the n-th time the process reaches the named
 //! point. A run whose point is not reached within its time is SIGKILLed instead (counted as
 //! `kills`, not as a crash). Lanes stop after `MIN_CRASHES / LANES` aborts each; then every lane
-//! starts once more without a crash point and must drain everything.
+//! starts once more without a crash point and must drain everything. Lanes run with
+//! `session_reset: none` and `restart_loop_threshold: 1000`, so neither a reset nor the loop
+//! suspension (which deliberately leaves a message unanswered) hides a lost message.
 //!
 //! After every crash the store (the lane's `state.db`) and the fakes are checked:
 //!
@@ -48,7 +50,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
-const LANES: usize = 4;
+const LANES: usize = 6;
 const MIN_CRASHES: usize = 200;
 /// A lane gives up after this many runs even if it has not crashed enough (the test then fails).
 const MAX_RUNS: usize = 200;
@@ -111,11 +113,18 @@ struct Lane {
     next: u64,
     /// Extra answers allowed per user text (crashes inside the at-least-once window).
     allow: HashMap<String, usize>,
+    /// The window states already counted: (session, transcript length). A state seen again
+    /// after a later crash (no resume ran in between) allows nothing more.
+    windows: std::collections::HashSet<(String, usize)>,
     aborts: usize,
     /// Aborts per crash point.
     points: HashMap<&'static str, usize>,
     kills: usize,
     runs: usize,
+    /// Messages answered more than once (all inside the window, or reported).
+    twice: usize,
+    /// Time spent waiting for `serve` to listen.
+    startup: Duration,
     violations: Vec<String>,
     http: reqwest::Client,
 }
@@ -276,10 +285,13 @@ impl Lane {
             jobs: Vec::new(),
             next: 0,
             allow: HashMap::new(),
+            windows: Default::default(),
             aborts: 0,
             points: HashMap::new(),
             kills: 0,
             runs: 0,
+            twice: 0,
+            startup: Duration::ZERO,
             violations: Vec::new(),
             http,
         }
@@ -359,12 +371,19 @@ impl Lane {
         self.runs += 1;
         self.offset += plan.bump;
         let crash = format!("{}#{}", plan.point, plan.hit);
+        let t = Instant::now();
         let (mut child, base) = start(self.home.path(), self.offset, Some(&crash)).await;
         let started = Instant::now();
+        self.startup += started - t;
         if let Some(base) = &base {
             self.workload(base, &plan).await;
         }
-        let linger = Duration::from_millis(if matches!(plan.work, Work::Fire) { 2500 } else { 600 });
+        // Fires wait for the ticker's first tick (1 s); drains of a busy key run after the replies.
+        let linger = Duration::from_millis(match plan.work {
+            Work::Chat => 350,
+            Work::Busy => 600,
+            Work::Fire => 1900,
+        });
         let until = (started + linger).max(Instant::now() + Duration::from_millis(150));
         match exited(&mut child, until).await {
             Some(s) if s.signal() == Some(6) => {
@@ -418,8 +437,10 @@ impl Lane {
         // The at-least-once window: a lease over a transcript that ends in an answer.
         if !strict {
             for e in v.entries.iter().filter(|e| !e["lease"].is_null()) {
-                let t = v.transcripts.get(e["session_id"].as_str().unwrap_or("")).map(Vec::as_slice).unwrap_or(&[]);
+                let sid = e["session_id"].as_str().unwrap_or("");
+                let t = v.transcripts.get(sid).map(Vec::as_slice).unwrap_or(&[]);
                 if t.last().is_some_and(|(r, _)| r == "assistant")
+                    && self.windows.insert((sid.to_string(), t.len()))
                     && let Some((_, u)) = t.iter().rev().find(|(r, _)| r == "user")
                 {
                     *self.allow.entry(u.clone()).or_default() += 1;
@@ -449,6 +470,9 @@ impl Lane {
             let answer = format!("echo: {}", m.text);
             let limit = 1 + self.allow.get(&m.text).copied().unwrap_or(0);
             let (a, t) = (answers.get(answer.as_str()).copied().unwrap_or(0), s.tg.get(&answer).copied().unwrap_or(0));
+            if strict && a.max(t) > 1 {
+                self.twice += 1;
+            }
             if a > limit || t > limit {
                 bad.push(format!("{ctx}: {} answered {a}× in the store, {t}× on Telegram (allowed {limit})", m.text));
             }
@@ -527,12 +551,14 @@ async fn seeded_random_crashes_keep_the_invariants() {
     }
     points.sort();
     let window: usize = lanes.iter().flat_map(|l| l.allow.values()).sum();
+    let twice: usize = lanes.iter().map(|l| l.twice).sum();
     println!("aborts by point: {points:?}");
-    println!("crashes inside the at-least-once window: {window}");
+    println!("crashes inside the at-least-once window: {window}; messages answered more than once there: {twice}");
     for v in &violations {
         println!("VIOLATION {v}");
     }
-    println!("runs={runs} kills={kills} messages={msgs} jobs={jobs} elapsed={:.1}s", t0.elapsed().as_secs_f64());
+    let startup = lanes.iter().map(|l| l.startup).sum::<Duration>().as_millis() / runs.max(1) as u128;
+    println!("runs={runs} kills={kills} messages={msgs} jobs={jobs} startup={startup}ms elapsed={:.1}s", t0.elapsed().as_secs_f64());
     println!("crashes={crashes} violations={} seed={seed}", violations.len());
     assert!(violations.is_empty(), "{} violations (seed={seed}); see VIOLATION lines", violations.len());
     assert!(crashes >= min, "only {crashes} crashes in {runs} runs (seed={seed})");
