@@ -27,7 +27,7 @@
 //!   more copy of that message's answer, in the transcript and on Telegram; any other copy is
 //!   a violation.
 //! - **Every occurrence at most once.** Each job is a one-shot with a unique prompt: the model
-//!   sees its prompt at most once, the store holds at most one run record, and Telegram gets
+//!   sees its prompt at most once, the store holds at most one claim and one run record, and Telegram gets
 //!   at most one message for it (its output, its failure or its `missed` notice).
 //!
 //! Prints `seed=S` first and `crashes=N violations=V seed=S` last; replay with
@@ -153,6 +153,7 @@ struct View {
     transcripts: HashMap<String, Vec<(String, String)>>,
     queued: Vec<String>,
     runs: HashMap<String, usize>,
+    claims: HashMap<String, usize>,
     running_jobs: Vec<String>,
 }
 
@@ -178,6 +179,11 @@ fn view(home: &Path) -> View {
     for (job, _) in docs("SELECT job_id, doc FROM runs") {
         *v.runs.entry(job).or_default() += 1;
     }
+    let mut st = c.prepare("SELECT job_id FROM claims").unwrap();
+    for job in st.query_map([], |r| r.get::<_, String>(0)).unwrap() {
+        *v.claims.entry(job.unwrap()).or_default() += 1;
+    }
+    drop(st);
     v.running_jobs = docs("SELECT id, doc FROM jobs").into_iter().filter(|(_, d)| d["state"] == "running").map(|(id, _)| id).collect();
     v
 }
@@ -481,13 +487,14 @@ impl Lane {
             let prompt = format!("job-{}", &id[1..]);
             let runs = s.prompts.get(&prompt).copied().unwrap_or(0);
             let records = v.runs.get(id).copied().unwrap_or(0);
+            let claims = v.claims.get(id).copied().unwrap_or(0);
             let sent =
                 s.tg.iter()
                     .filter(|(t, _)| **t == format!("echo: {prompt}") || t.contains(&format!("'{id}'")))
                     .map(|(_, n)| n)
                     .sum::<usize>();
-            if runs > 1 || records > 1 || sent > 1 {
-                bad.push(format!("{ctx}: job {id} ran {runs}× (model), {records} run records, delivered {sent}×"));
+            if runs > 1 || records > 1 || claims > 1 || sent > 1 {
+                bad.push(format!("{ctx}: job {id} ran {runs}× (model), {claims} claims, {records} run records, delivered {sent}×"));
             }
         }
         if strict && !v.running_jobs.is_empty() {
