@@ -130,7 +130,12 @@ impl App {
                 String::new()
             }
         };
-        if snapshot.is_empty() { base } else { format!("{}\n\n{snapshot}", base.trim_end()) }
+        let mut prompt = format!("{}\n\n{}", base.trim_end(), memory::MEMORY_GUIDANCE);
+        if !snapshot.is_empty() {
+            prompt.push_str("\n\n");
+            prompt.push_str(&snapshot);
+        }
+        prompt
     }
 
     async fn session_snapshot(&self, session: &SessionId) -> Result<String, AppError> {
@@ -281,3 +286,6 @@ impl Memory {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -20,6 +20,13 @@ Review the conversation above and:\n\
 1. Save any important facts, preferences, or decisions to memory (user profile or your notes) that would be useful in future sessions.\n\
 2. If nothing is worth saving, that's fine — just skip.\n\n";
 
+/// Told to the model in chat turns while memory is on (Hermes adds its memory guidance to
+/// the system prompt whenever the `memory` tool is loaded).
+pub const MEMORY_GUIDANCE: &str = "You have persistent memory across sessions: the `memory` tool. Save durable facts \
+proactively, without waiting to be asked: the user's preferences and corrections and details about them (target 'user'), \
+stable facts about their environment and conventions (target 'memory'). Write compact declarative facts; do not save \
+task progress or temporary state.";
+
 /// Which store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
