@@ -5,6 +5,7 @@ mod checks;
 mod commands;
 mod cron;
 mod import;
+mod memory;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -50,6 +51,12 @@ pub enum Command {
         /// Sub-command.
         #[command(subcommand)]
         action: CronCmd,
+    },
+    /// The agent's memory: its notes and the user profile.
+    Memory {
+        /// Sub-command.
+        #[command(subcommand)]
+        action: MemoryCmd,
     },
     /// Local NAS emulator: timer API, JWKS and real signed fire callbacks.
     ChronosDev {
@@ -170,6 +177,23 @@ pub enum CronCmd {
     Tick,
     /// Provider in use, why, armed timers, last tick.
     Status,
+}
+
+/// `memory` sub-commands.
+#[derive(Debug, Subcommand)]
+pub enum MemoryCmd {
+    /// Both stores with their entries and usage.
+    Show {
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Edit both stores in $EDITOR (or apply a file in the same format with --file).
+    Edit {
+        /// Apply this file instead of opening an editor (`-` reads stdin).
+        #[arg(long, value_name = "PATH")]
+        file: Option<PathBuf>,
+    },
 }
 
 /// `sessions` sub-commands.

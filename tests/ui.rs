@@ -1,9 +1,10 @@
 //! The Schedule dashboard end to end, in Debian's headless Chromium driven over WebDriver
 //! (`chromedriver`, fantoccini): sign in (wrong key, then right), create a job (invalid, then
 //! valid schedule with its 3-run preview), run it against the fake model and read the output,
-//! pause, resume, edit, delete; open and reset a session; read the status page. Screenshots go to
-//! `target/ui-screenshot.png` (the Schedule page, desktop), `target/ui-screenshot-375.png`
-//! (phone width), and `target/ui-create.png`, `ui-sessions.png`, `ui-status.png`.
+//! pause, resume, edit, delete; open and reset a session; edit memory; read the status page.
+//! Screenshots go to `target/ui-screenshot.png` (the Schedule page, desktop),
+//! `target/ui-screenshot-375.png` (phone width), and `target/ui-create.png`,
+//! `ui-sessions.png`, `ui-memory.png`, `ui-status.png`.
 //!
 //! Needs `/usr/bin/chromium` and `/usr/bin/chromedriver`: `scripts/ui-deps.sh` installs them
 //! (scripts/test.sh always runs it). Without them this test fails; it never passes silently.
@@ -349,6 +350,20 @@ async fn sessions(c: &Client, gw: &Gateway, session_id: &str) -> Result<()> {
     Ok(())
 }
 
+async fn memory(c: &Client, gw: &Gateway) -> Result<()> {
+    click(c, "#tab-memory").await?;
+    text_contains(c, "[data-testid=m-memory-usage]", "0% — 0/2,200 chars").await?;
+    type_into(c, "#m-memory", "prefers dark mode\n§\nworks in UTC").await?;
+    type_into(c, "#m-user", "Ann").await?;
+    click(c, "#memory-save").await?;
+    text_contains(c, "#notice", "Memory saved").await?;
+    text_contains(c, "[data-testid=m-memory-usage]", "1% — 32/2,200 chars").await?;
+    let (_, v) = gw.get("/api/memory").await;
+    ensure!(v["memory"]["entries"] == json!(["prefers dark mode", "works in UTC"]) && v["user"]["entries"] == json!(["Ann"]), "{v}");
+    shot(c, "ui-memory.png").await?;
+    Ok(())
+}
+
 async fn status(c: &Client) -> Result<()> {
     click(c, "#tab-status").await?;
     text_contains(c, "[data-testid=status-version]", env!("CARGO_PKG_VERSION")).await?;
@@ -376,6 +391,7 @@ async fn journey(c: &Client, gw: &Gateway, llm: &FakeLlm, session_id: &str) -> R
     step("screenshots", screenshots(c)).await?;
     step("delete", delete_job(c, gw)).await?;
     step("sessions", sessions(c, gw, session_id)).await?;
+    step("memory", memory(c, gw)).await?;
     step("status", status(c)).await?;
     // Signing out forgets the key; a reload shows the sign-in form again.
     step("sign out", async {

@@ -56,6 +56,9 @@ enum Leasing {
     Busy(Box<SessionEntry>, Route),
     /// The platform message id was seen before: nothing was written.
     Duplicate,
+    /// A reset is due and nothing was written: run the work before a reset (the memory
+    /// flush) for this ending session first, then try again without asking.
+    ResetDue(SessionId, Box<Origin>),
 }
 
 impl App {
@@ -107,7 +110,13 @@ impl App {
             let cur = self.load_or_create(&msg.origin, &key).await?;
             return self.store_busy(cur, &msg, dedupe, Route::Fifo, out).await;
         }
-        let (entry, token) = match retry_cas(|| self.try_lease(&msg, &key, dedupe.as_ref())).await? {
+        let mut leasing = retry_cas(|| self.try_lease(&msg, &key, dedupe.as_ref(), true)).await?;
+        if let Leasing::ResetDue(ending, origin) = &leasing {
+            self.before_reset(ending, origin).await;
+            leasing = retry_cas(|| self.try_lease(&msg, &key, dedupe.as_ref(), false)).await?;
+        }
+        let (entry, token) = match leasing {
+            Leasing::ResetDue(..) => return Err(AppError::Contended),
             Leasing::Busy(cur, route) => return self.store_busy(*cur, &msg, dedupe, route, out).await,
             Leasing::Duplicate => {
                 out.duplicate = true;
@@ -137,7 +146,14 @@ impl App {
 
     /// One attempt to take the key's turn lease for `msg`: the message and the pending slot
     /// go into the transcript in the same write. A busy key answers where the message goes.
-    async fn try_lease(&self, msg: &Inbound, key: &SessionKey, dedupe: Option<&InboundId>) -> Result<Leasing, AppError> {
+    /// With `ask_before_reset`, a due reset is answered [`Leasing::ResetDue`] before anything is written.
+    async fn try_lease(
+        &self,
+        msg: &Inbound,
+        key: &SessionKey,
+        dedupe: Option<&InboundId>,
+        ask_before_reset: bool,
+    ) -> Result<Leasing, AppError> {
         let cur = self.load_or_create(&msg.origin, key).await?;
         if let Some(l) = &cur.lease {
             if self.lease_abandoned(l, false) {
@@ -147,6 +163,9 @@ impl App {
             return Ok(Leasing::Busy(Box::new(cur), queue::route(self.inner.cfg.settings.busy_input_mode, false)));
         }
         let (mut next, mut changes) = self.plan_reset(&cur).await?;
+        if ask_before_reset && next.session_id != cur.session_id {
+            return Ok(Leasing::ResetDue(cur.session_id, Box::new(cur.origin)));
+        }
         let lease = self.new_lease();
         let token = lease.token.clone();
         next.lease = Some(lease);

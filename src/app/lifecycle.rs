@@ -7,7 +7,7 @@ use crate::ports::{SessionChange, StoreError};
 
 impl App {
     /// Ends the key's current session with `reason` and starts a new one (optionally titled),
-    /// emptying the pending slot. A running turn is asked to stop. Returns the new id, or
+    /// emptying the pending slot; the memory flush runs first (docs/design.md#memory). A running turn is asked to stop. Returns the new id, or
     /// None if the key is unknown. (Callers that also drop the FIFO call `queue_clear`.)
     pub(in crate::app) async fn reset_session(
         &self,
@@ -15,6 +15,9 @@ impl App {
         reason: &str,
         title: Option<String>,
     ) -> Result<Option<SessionId>, AppError> {
+        if let Some(cur) = self.inner.store.get_entry(key).await? {
+            self.before_reset(&cur.session_id, &cur.origin).await;
+        }
         for _ in 0..64 {
             let Some(cur) = self.inner.store.get_entry(key).await? else { return Ok(None) };
             let now = self.inner.clock.now();

@@ -115,13 +115,14 @@ impl App {
             self.reply(&entry.origin, path, n).await;
         }
         let budget = crate::app::budget::turn_budget(StdDuration::from_secs(TURN_BUDGET_SECS as u64));
+        let system = self.chat_system_prompt(&entry.session_id).await;
         let spec = TurnSpec {
             session_id: &entry.session_id,
             notes,
             kind: TurnKind::Chat,
             deadline: Some(tokio::time::Instant::now() + budget),
             model: None,
-            system: self.system_prompt(),
+            system,
             origin: Some(entry.origin.clone()),
         };
         let stop = || async { self.inner.store.get_entry(key).await.ok().flatten().is_some_and(|e| e.interrupt_requested) };

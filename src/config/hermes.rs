@@ -47,6 +47,8 @@ pub struct MemorySettings {
     pub user_char_limit: usize,
     /// Remind the agent to save memories every N user turns (0: never).
     pub nudge_interval: u32,
+    /// User turns a session needs before a reset gives the agent a turn to save memories.
+    pub flush_min_turns: usize,
     /// External memory provider (empty: built-in).
     pub provider: String,
 }
@@ -59,6 +61,7 @@ impl Default for MemorySettings {
             memory_char_limit: 2200,
             user_char_limit: 1375,
             nudge_interval: 10,
+            flush_min_turns: 6,
             provider: String::new(),
         }
     }

@@ -251,6 +251,9 @@ pub struct CronSettings {
     pub wrap_response: bool,
     /// Outputs kept per job.
     pub output_retention: usize,
+    /// Users (platform user ids, or `platform:user_id`) whose `cronjob` tool sees every job,
+    /// not only the jobs made from their chat.
+    pub admin_users: Vec<String>,
     /// Chronos (NAS) settings.
     pub chronos: ChronosSettings,
     /// EventBridge Scheduler settings.
@@ -265,6 +268,7 @@ impl Default for CronSettings {
             tick_interval_seconds: 60,
             wrap_response: true,
             output_retention: 50,
+            admin_users: Vec::new(),
             chronos: ChronosSettings::default(),
             eventbridge: EventBridgeSettings::default(),
         }

@@ -9,6 +9,7 @@ pub mod ids;
 pub mod inbound;
 pub mod job;
 pub mod jobfile;
+pub mod memory;
 pub mod prompt;
 pub mod queue;
 pub mod recovery;

@@ -54,6 +54,7 @@ pub fn router(state: Arc<HttpState>) -> Router {
         .route("/api/jobs/{id}/pause", post(routes::jobs::pause))
         .route("/api/jobs/{id}/resume", post(routes::jobs::resume))
         .route("/api/jobs/{id}/runs", get(routes::jobs::runs))
+        .route("/api/memory", get(routes::memory::show).put(routes::memory::update))
         .route("/api/sessions", get(routes::sessions::list))
         .route("/api/sessions/{session_id}", get(routes::sessions::show))
         .merge(routes::webhooks::routes(&state.channels))

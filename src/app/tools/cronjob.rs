@@ -1,5 +1,6 @@
 //! `cronjob`: lets users schedule and manage jobs in plain language from a chat. It is not
-//! offered inside job runs (a job cannot schedule jobs).
+//! offered inside job runs (a job cannot schedule jobs). In a chat it lists and manages only
+//! the jobs made from that chat (their origin), unless the sender is in `cron.admin_users`.
 
 use super::{Tool, ToolCtx, ToolError, ToolOutput, TurnKind};
 use crate::app::{App, FireStatus};
@@ -59,10 +60,50 @@ pub fn job_view(j: &Job) -> Value {
     })
 }
 
+/// Which jobs a caller may see and manage: only those made from its chat, or all of them
+/// for a user in `cron.admin_users`.
+struct Scope<'a> {
+    /// The caller's chat (`None`: no chat, every job).
+    origin: Option<&'a Origin>,
+    /// The caller is a cron admin.
+    admin: bool,
+}
+
+impl Scope<'_> {
+    fn covers(&self, job: &Job) -> bool {
+        match self.origin {
+            None => true,
+            Some(_) if self.admin => true,
+            Some(o) => job.origin.as_ref().is_some_and(|j| j.platform == o.platform && j.chat_id == o.chat_id),
+        }
+    }
+}
+
+/// Whether the sender is in `cron.admin_users` (a bare user id, or `platform:user_id`).
+fn is_admin(app: &App, origin: Option<&Origin>) -> bool {
+    let Some((o, user)) = origin.and_then(|o| o.user_id.as_deref().map(|u| (o, u))) else { return false };
+    let qualified = format!("{}:{user}", o.platform);
+    app.inner.cfg.settings.cron.admin_users.iter().any(|a| a.trim() == user || a.trim() == qualified)
+}
+
+/// Resolves `id` to a job the scope covers; one outside it is reported as not found, so
+/// another chat's jobs are not even confirmed to exist.
+async fn scoped_job(app: &App, scope: &Scope<'_>, id: &str) -> Result<Job, String> {
+    match app.find_job(id).await {
+        Ok(j) if scope.covers(&j) => Ok(j),
+        Ok(_) => Err(format!("no job `{id}` in this chat")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 async fn cronjob(app: &App, mut args: Value, origin: Option<&Origin>) -> Result<Value, String> {
     let action = args["action"].as_str().unwrap_or_default().to_string();
     let id = args["job_id"].as_str().map(str::to_string);
-    let need_id = || id.clone().ok_or_else(|| format!("`job_id` is required for {action}"));
+    let scope = Scope { origin, admin: is_admin(app, origin) };
+    let need_id = async || {
+        let id = id.clone().ok_or_else(|| format!("`job_id` is required for {action}"))?;
+        scoped_job(app, &scope, &id).await.map(|j| j.id)
+    };
     let e = |e: crate::app::AppError| e.to_string();
     match action.as_str() {
         "create" => {
@@ -78,20 +119,22 @@ async fn cronjob(app: &App, mut args: Value, origin: Option<&Origin>) -> Result<
             Ok(json!({"created": job_view(&job)}))
         }
         "list" => {
-            Ok(json!({"jobs": app.inner.store.list_jobs().await.map_err(|x| x.to_string())?.iter().map(job_view).collect::<Vec<_>>()}))
+            let jobs = app.inner.store.list_jobs().await.map_err(|x| x.to_string())?;
+            Ok(json!({"jobs": jobs.iter().filter(|j| scope.covers(j)).map(job_view).collect::<Vec<_>>()}))
         }
         "update" => {
             let mut patch = args.clone();
             if let Some(o) = patch.as_object_mut() {
-                o.retain(|k, _| !matches!(k.as_str(), "action" | "job_id"));
+                // A job's chat is where it was made: a chat cannot move one in or out.
+                o.retain(|k, _| !matches!(k.as_str(), "action" | "job_id" | "origin"));
             }
-            Ok(json!({"updated": job_view(&app.update_job(&need_id()?, &patch).await.map_err(e)?)}))
+            Ok(json!({"updated": job_view(&app.update_job(&need_id().await?, &patch).await.map_err(e)?)}))
         }
-        "pause" => Ok(json!({"paused": job_view(&app.set_paused(&need_id()?, true).await.map_err(e)?)})),
-        "resume" => Ok(json!({"resumed": job_view(&app.set_paused(&need_id()?, false).await.map_err(e)?)})),
-        "remove" => Ok(json!({"removed": app.remove_job(&need_id()?).await.map_err(e)?.id})),
+        "pause" => Ok(json!({"paused": job_view(&app.set_paused(&need_id().await?, true).await.map_err(e)?)})),
+        "resume" => Ok(json!({"resumed": job_view(&app.set_paused(&need_id().await?, false).await.map_err(e)?)})),
+        "remove" => Ok(json!({"removed": app.remove_job(&need_id().await?).await.map_err(e)?.id})),
         "run" => {
-            let job = app.find_job(&need_id()?).await.map_err(e)?;
+            let job = app.find_job(&need_id().await?).await.map_err(e)?;
             match Box::pin(app.run_now(&job.id)).await.map_err(e)? {
                 // The model gets the run's output too: it asked for the run.
                 FireStatus::Ran { run, .. } => Ok(json!({"ran": job.id, "status": run.status, "output": run.output})),

@@ -11,7 +11,10 @@
 
 mod cronjob;
 mod current_time;
+mod memory;
 mod registry;
+#[cfg(test)]
+mod scoped_tests;
 #[cfg(test)]
 mod tests;
 
@@ -31,7 +34,7 @@ use tokio::time::Instant;
 /// The registry of the tools this build ships, in the order they are offered. Adding a
 /// tool is one line here.
 pub fn builtin() -> ToolRegistry {
-    let tools: [Arc<dyn Tool>; 2] = [Arc::new(current_time::CurrentTime), Arc::new(cronjob::Cronjob)];
+    let tools: [Arc<dyn Tool>; 3] = [Arc::new(current_time::CurrentTime), Arc::new(cronjob::Cronjob), Arc::new(memory::MemoryTool)];
     let registry = ToolRegistry::default();
     for tool in tools {
         if let Err(e) = registry.register(tool) {

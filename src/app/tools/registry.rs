@@ -78,6 +78,11 @@ impl Toolset {
             .collect()
     }
 
+    /// This set narrowed to the tools named (a flush turn offers only `memory`).
+    pub fn only(self, names: &[&str]) -> Self {
+        Self { tools: self.tools.into_iter().filter(|t| names.contains(&t.name())).collect() }
+    }
+
     /// Whether no tool is offered.
     pub fn is_empty(&self) -> bool {
         self.tools.is_empty()

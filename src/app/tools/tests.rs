@@ -67,14 +67,14 @@ impl Tool for Probe {
 
 #[test]
 fn builtin_names_are_unique_and_in_offer_order() {
-    assert_eq!(builtin().names(), ["current_time", "cronjob"]);
+    assert_eq!(builtin().names(), ["current_time", "cronjob", "memory"]);
 }
 
 #[test]
 fn chat_turns_get_cronjob_and_job_runs_do_not() {
     let (app, sid, o) = (test_app(), sid(), origin());
     let chat = app.inner.tools.toolset(&ctx(&app, &sid, Some(&o), TurnKind::Chat));
-    assert_eq!(names(&chat), ["current_time", "cronjob"]);
+    assert_eq!(names(&chat), ["current_time", "cronjob", "memory"]);
     let job = app.inner.tools.toolset(&ctx(&app, &sid, None, TurnKind::Job));
     assert_eq!(names(&job), ["current_time"]);
     let schema = &chat.specs()[1].parameters;

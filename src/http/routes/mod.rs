@@ -3,6 +3,7 @@
 pub mod fire;
 pub mod health;
 pub mod jobs;
+pub mod memory;
 pub mod messages;
 pub mod sessions;
 pub mod ui;

@@ -4,7 +4,7 @@
 (() => {
   const $ = (id) => document.getElementById(id);
   const STORE_KEY = 'hermes-zero.api-key';
-  const TABS = ['schedule', 'create', 'sessions', 'status'];
+  const TABS = ['schedule', 'create', 'sessions', 'memory', 'status'];
   const REJECTED = 'That API key was not accepted';
   const st = { key: sessionStorage.getItem(STORE_KEY) || '', jobs: [], open: new Set(), runs: {}, editing: null, skills: [], sessions: [], tab: null };
 
@@ -143,6 +143,7 @@
     if (name === 'schedule') guard(loadJobs);
     if (name === 'create' && !st.editing) resetForm();
     if (name === 'sessions') guard(loadSessions);
+    if (name === 'memory') guard(loadMemory);
     if (name === 'status') guard(loadStatus);
   }
 
@@ -559,6 +560,32 @@
     return loadSessions();
   }
 
+  // ------------------------------------------------------------------ Memory
+
+  const MEMORY_STORES = ['memory', 'user'];
+
+  function renderMemory(v) {
+    for (const t of MEMORY_STORES) {
+      const s = v[t] || { entries: [] };
+      $(`m-${t}`).value = (s.entries || []).join('\n§\n');
+      $(`m-${t}-usage`).textContent = `(${s.usage || ''}${s.enabled === false ? ', disabled' : ''})`;
+    }
+  }
+
+  async function loadMemory() { renderMemory(await api('GET', 'api/memory')); }
+
+  async function saveMemory() {
+    const body = {};
+    for (const t of MEMORY_STORES) {
+      body[t] = $(`m-${t}`).value.split(/^[ \t]*§[ \t]*$/m).map((e) => e.trim()).filter((e) => e);
+    }
+    $('memory-save').disabled = true;
+    try {
+      renderMemory(await api('PUT', 'api/memory', body));
+      notice('Memory saved.');
+    } finally { $('memory-save').disabled = false; }
+  }
+
   // ------------------------------------------------------------------ Status
 
   async function loadStatus() { renderStatus(await api('GET', 'api/status')); }
@@ -623,6 +650,8 @@
       const b = document.querySelector('#sessions-body button');
       if (b) b.focus();
     });
+    $('memory-refresh').addEventListener('click', () => guard(loadMemory));
+    $('memory-form').addEventListener('submit', (ev) => { ev.preventDefault(); guard(saveMemory); });
     $('status-refresh').addEventListener('click', () => guard(loadStatus));
     setInterval(refreshRelative, 30000);
     if (st.key) guard(() => signIn(st.key)); else signOut('');

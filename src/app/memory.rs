@@ -1,0 +1,291 @@
+//! Memory use cases (docs/design.md#memory): the two stores kept in the store's meta records
+//! (so SQLite and DynamoDB alike), their guarded writes, the per-session frozen snapshot in
+//! the system prompt, the flush turn before a reset, and the [`Memory`] service the CLI and
+//! the dashboard use.
+//!
+//! Writes: the meta port has no compare-and-set, so a write is serialized within the process
+//! (one async lock) and, across processes, re-read after writing: a write whose mark is not in
+//! the stored document was overwritten and is applied again on the newer state. What remains
+//! is last-writer-wins between two processes writing within the same instant, after both
+//! verified — a window of one store round trip, for a record written a few times a session.
+
+use crate::app::tools::{ToolCtx, TurnKind};
+use crate::app::{App, AppError};
+use crate::config::MemorySettings;
+use crate::core::ids::{Origin, SessionId};
+use crate::core::memory::{self, Op, Stored, Target, WRITER_MARKS};
+use crate::core::session::{Message, Role};
+use crate::ports::ChatRequest;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// Serializes this process's memory writes.
+static WRITE_LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Model rounds a flush turn may take.
+const FLUSH_ROUNDS: usize = 3;
+/// Time a flush turn may take.
+const FLUSH_BUDGET: Duration = Duration::from_secs(60);
+
+/// Meta key of a session's frozen snapshot.
+fn snapshot_key(id: &SessionId) -> String {
+    format!("memory_snapshot:{id}")
+}
+
+/// Whether the store is on in the settings.
+pub(crate) fn enabled(m: &MemorySettings, t: Target) -> bool {
+    match t {
+        Target::Memory => m.memory_enabled,
+        Target::User => m.user_profile_enabled,
+    }
+}
+
+/// The store's char limit.
+pub(crate) fn limit(m: &MemorySettings, t: Target) -> usize {
+    match t {
+        Target::Memory => m.memory_char_limit,
+        Target::User => m.user_char_limit,
+    }
+}
+
+impl App {
+    fn memory_settings(&self) -> &MemorySettings {
+        &self.inner.cfg.settings.memory
+    }
+
+    /// A store as stored. A store never written falls back (read-only) to Hermes' file under
+    /// the home (`memories/MEMORY.md`, as `import` copies it); the first write moves it in.
+    pub(in crate::app) async fn memory_load(&self, t: Target) -> Result<Stored, AppError> {
+        match self.inner.store.get_meta(t.meta_key()).await? {
+            Some(raw) => {
+                serde_json::from_str(&raw).map_err(|e| AppError::BadRequest(format!("stored memory `{}` is not valid: {e}", t.meta_key())))
+            }
+            None => {
+                let file = self.inner.home.join("memories").join(t.file_name());
+                let entries = std::fs::read_to_string(file).map(|s| memory::split_entries(&s)).unwrap_or_default();
+                Ok(Stored { entries, ..Stored::default() })
+            }
+        }
+    }
+
+    /// Applies `f` to a store's entries and writes the result (see the module doc). `f`
+    /// returns the new entries (None: nothing to write) or a refusal for the caller.
+    pub(in crate::app) async fn memory_write<F, R>(&self, t: Target, f: F) -> Result<Result<R, String>, AppError>
+    where
+        F: Fn(&[String]) -> Result<(Option<Vec<String>>, R), String>,
+    {
+        let _guard = WRITE_LOCK.lock().await;
+        for _ in 0..4 {
+            let cur = self.memory_load(t).await?;
+            let (next, out) = match f(&cur.entries) {
+                Ok(x) => x,
+                Err(refusal) => return Ok(Err(refusal)),
+            };
+            let Some(entries) = next else { return Ok(Ok(out)) };
+            let mark = format!("{:016x}", rand::random::<u64>());
+            let mut writers = cur.writers.clone();
+            writers.push(mark.clone());
+            let skip = writers.len().saturating_sub(WRITER_MARKS);
+            writers.drain(..skip);
+            let doc = Stored { version: cur.version + 1, entries, writers };
+            let raw = serde_json::to_string(&doc).map_err(|e| AppError::BadRequest(e.to_string()))?;
+            self.inner.store.put_meta(t.meta_key(), &raw).await?;
+            if self.memory_load(t).await?.writers.contains(&mark) {
+                return Ok(Ok(out));
+            }
+            tracing::warn!(target = t.as_str(), "memory write was overwritten by another process; applying it again");
+        }
+        Err(AppError::Contended)
+    }
+
+    /// Applies one op for the `memory` tool: Hermes' success result, or the refusal text.
+    pub(in crate::app) async fn memory_apply(&self, t: Target, op: &Op) -> Result<Result<Value, String>, AppError> {
+        let lim = limit(self.memory_settings(), t);
+        self.memory_write(t, |entries| {
+            let applied = memory::apply(entries, op, lim)?;
+            let after = applied.entries.clone().unwrap_or_else(|| entries.to_vec());
+            let result = json!({
+                "success": true, "done": true, "target": t.as_str(), "usage": memory::usage(&after, lim),
+                "entry_count": after.len(), "message": applied.message,
+                "note": "Write saved. This update is complete — do not repeat it.",
+            });
+            Ok((applied.entries, result))
+        })
+        .await
+    }
+
+    /// The system prompt of a chat turn: SOUL.md (or the default) plus the memory snapshot
+    /// frozen at the session's first turn (stored, so every process and later turn sees the
+    /// same prompt). A store failure leaves the snapshot out for this turn, never the turn.
+    pub(in crate::app) async fn chat_system_prompt(&self, session: &SessionId) -> String {
+        let base = self.system_prompt();
+        let m = self.memory_settings();
+        if !m.memory_enabled && !m.user_profile_enabled {
+            return base;
+        }
+        let snapshot = match self.session_snapshot(session).await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(session_id = %session, error = %e, "memory snapshot unavailable; turn runs without it");
+                String::new()
+            }
+        };
+        let mut prompt = format!("{}\n\n{}", base.trim_end(), memory::MEMORY_GUIDANCE);
+        if !snapshot.is_empty() {
+            prompt.push_str("\n\n");
+            prompt.push_str(&snapshot);
+        }
+        prompt
+    }
+
+    async fn session_snapshot(&self, session: &SessionId) -> Result<String, AppError> {
+        let key = snapshot_key(session);
+        if let Some(raw) = self.inner.store.get_meta(&key).await? {
+            let v: Value = serde_json::from_str(&raw).unwrap_or_default();
+            return Ok(v["text"].as_str().unwrap_or_default().to_string());
+        }
+        let text = self.render_snapshot().await?;
+        self.inner.store.put_meta(&key, &json!({"text": text}).to_string()).await?;
+        Ok(text)
+    }
+
+    /// The enabled stores' blocks as they are now.
+    async fn render_snapshot(&self) -> Result<String, AppError> {
+        let m = self.memory_settings();
+        let mut blocks = Vec::new();
+        for t in Target::ALL.into_iter().filter(|t| enabled(m, *t)) {
+            let b = memory::render_block(t, &self.memory_load(t).await?.entries, limit(m, t));
+            if !b.is_empty() {
+                blocks.push(b);
+            }
+        }
+        Ok(blocks.join("\n\n"))
+    }
+
+    /// Runs before a session ends by a reset: the flush turn when the session had enough
+    /// user turns, then the session's snapshot is dropped. Never fails: a problem is logged
+    /// and the reset goes on.
+    pub(in crate::app) async fn before_reset(&self, session: &SessionId, origin: &Origin) {
+        let budget = crate::app::budget::turn_budget(FLUSH_BUDGET);
+        match tokio::time::timeout(budget, self.flush_memories(session, origin)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(session_id = %session, error = %e, "memory flush before reset failed; resetting anyway"),
+            Err(_) => tracing::warn!(session_id = %session, "memory flush before reset timed out; resetting anyway"),
+        }
+        if let Err(e) = self.inner.store.delete_meta(&snapshot_key(session)).await {
+            tracing::warn!(session_id = %session, error = %e, "could not drop the memory snapshot");
+        }
+    }
+
+    /// The flush turn: the session's conversation, Hermes' flush prompt, only the `memory`
+    /// tool, at most [`FLUSH_ROUNDS`] model calls. Nothing is delivered or stored in the
+    /// transcript; only memory writes happen.
+    async fn flush_memories(&self, session: &SessionId, origin: &Origin) -> Result<(), AppError> {
+        let m = self.memory_settings();
+        if !m.memory_enabled && !m.user_profile_enabled {
+            return Ok(());
+        }
+        let transcript = self.inner.store.recent_messages(session, self.inner.cfg.settings.model.max_context_messages).await?;
+        let user_turns = transcript.iter().filter(|x| x.role == Role::User).count();
+        if user_turns < m.flush_min_turns.max(1) {
+            return Ok(());
+        }
+        let now = self.inner.clock.now();
+        let mut live = Vec::new();
+        for t in Target::ALL.into_iter().filter(|t| enabled(m, *t)) {
+            live.push((t, self.memory_load(t).await?.entries));
+        }
+        let mut prompt = vec![Message::text(Role::System, self.chat_system_prompt(session).await, now)];
+        prompt.extend(
+            transcript
+                .iter()
+                .filter(|x| matches!(x.role, Role::User | Role::Assistant) && !x.content.trim().is_empty())
+                .map(|x| Message::text(x.role, x.content.clone(), x.at)),
+        );
+        prompt.push(Message::text(Role::User, memory::flush_prompt(&live), now));
+        let ctx = ToolCtx { app: self, session_id: session, origin: Some(origin), kind: TurnKind::Chat, deadline: None };
+        let toolset = self.inner.tools.toolset(&ctx).only(&["memory"]);
+        if toolset.is_empty() {
+            return Ok(());
+        }
+        let tools = toolset.specs();
+        for _ in 0..FLUSH_ROUNDS {
+            let resp = self.inner.llm.complete(&ChatRequest { messages: prompt.clone(), tools: tools.clone(), model: None }).await?;
+            if resp.tool_calls.is_empty() {
+                break;
+            }
+            let mut msg = Message::text(Role::Assistant, resp.content.clone(), self.inner.clock.now());
+            msg.tool_calls = resp.tool_calls.clone();
+            prompt.push(msg);
+            for call in &resp.tool_calls {
+                let result = toolset.execute(&ctx, call).await;
+                let mut t = Message::text(Role::Tool, result.content, self.inner.clock.now());
+                t.tool_call_id = Some(call.id.clone());
+                prompt.push(t);
+            }
+        }
+        tracing::info!(session_id = %session, user_turns, "memory flush before reset done");
+        Ok(())
+    }
+
+    /// Memory for people: the CLI and the dashboard.
+    pub fn memory(&self) -> Memory {
+        Memory { app: self.clone() }
+    }
+}
+
+/// The two memory stores as people see and edit them (`memory show|edit`, the dashboard's
+/// Memory tab, `GET/PUT /api/memory`). Cheap to clone.
+#[derive(Clone)]
+pub struct Memory {
+    app: App,
+}
+
+impl Memory {
+    /// Both stores: entries, usage, limit and whether each is enabled.
+    pub async fn show(&self) -> Result<Value, AppError> {
+        let m = self.app.memory_settings();
+        let mut out = json!({});
+        for t in Target::ALL {
+            let entries = self.app.memory_load(t).await?.entries;
+            let lim = limit(m, t);
+            out[t.as_str()] = json!({
+                "entries": entries, "chars": memory::char_count(&entries), "limit": lim,
+                "usage": memory::usage(&entries, lim), "enabled": enabled(m, t),
+            });
+        }
+        Ok(out)
+    }
+
+    /// The current entries of both stores, with their limits (for the edit text).
+    pub async fn entries(&self) -> Result<Vec<(Target, Vec<String>, usize)>, AppError> {
+        let m = self.app.memory_settings();
+        let mut out = Vec::new();
+        for t in Target::ALL {
+            out.push((t, self.app.memory_load(t).await?.entries, limit(m, t)));
+        }
+        Ok(out)
+    }
+
+    /// Replaces whole stores. Every store is checked against its limit first; one over it
+    /// refuses the whole change and nothing is written.
+    pub async fn set(&self, stores: &[(Target, Vec<String>)]) -> Result<(), AppError> {
+        let m = self.app.memory_settings();
+        let mut clean = Vec::new();
+        for (t, entries) in stores {
+            let entries = memory::split_entries(&entries.join(memory::ENTRY_DELIMITER));
+            memory::check_limit(*t, &entries, limit(m, *t)).map_err(AppError::BadRequest)?;
+            clean.push((*t, entries));
+        }
+        for (t, entries) in clean {
+            let want = entries.clone();
+            let wrote = self.app.memory_write(t, move |cur| Ok(((cur != want.as_slice()).then(|| want.clone()), ()))).await?;
+            wrote.map_err(AppError::BadRequest)?;
+            tracing::info!(target = t.as_str(), entries = entries.len(), "memory edited");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;
