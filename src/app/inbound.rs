@@ -148,7 +148,7 @@ impl App {
         let (mut next, mut changes) = self.plan_reset(&cur).await?;
         let lease = self.new_lease();
         let token = lease.token.clone();
-        next.lease = Some(lease);
+        next.grant(lease);
         next.origin = msg.origin.clone();
         let mut msgs = crate::app::turns::pending_messages(&mut next);
         let mut user = Message::text(Role::User, msg.text.clone(), self.inner.clock.now());

@@ -20,6 +20,7 @@ pub mod fire_token;
 pub mod import;
 mod inbound;
 mod jobs;
+mod lease;
 mod lifecycle;
 mod recovery;
 mod services;
