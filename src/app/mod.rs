@@ -178,4 +178,6 @@ impl App {
 }
 
 #[cfg(test)]
+mod fence_tests;
+#[cfg(test)]
 mod tests;
