@@ -14,7 +14,7 @@ use hermes_zero::app::{App, Inbound, Parts, ReplyPath};
 use hermes_zero::config::{Env, load_settings, parse_yaml};
 use hermes_zero::core::ids::{ChatType, Origin, SessionId, SessionKey};
 use hermes_zero::core::job::{Job, Occurrence, RunRecord};
-use hermes_zero::core::session::{Message, Role, SessionEntry, SessionRecord};
+use hermes_zero::core::session::{Fence, Message, Role, SessionEntry, SessionRecord};
 use hermes_zero::http::{HttpState, router};
 use hermes_zero::ports::*;
 use hermes_zero::store::sqlite::SqliteStore;
@@ -85,6 +85,9 @@ impl SessionStore for Counting {
     async fn append_messages(&self, id: &SessionId, m: &[Message], d: Option<&InboundId>) -> Result<Appended, StoreError> {
         fwd!(self, self.0.append_messages(id, m, d))
     }
+    async fn append_fenced(&self, id: &SessionId, m: &[Message], f: &Fence) -> Result<(), StoreError> {
+        fwd!(self, self.0.append_fenced(id, m, f))
+    }
     async fn recent_messages(&self, id: &SessionId, l: usize) -> Result<Vec<Message>, StoreError> {
         fwd!(self, self.0.recent_messages(id, l))
     }
@@ -104,8 +107,8 @@ impl QueueStore for Counting {
     async fn queue_push(&self, k: &SessionKey, i: &QueuedItem, c: usize, d: Option<&InboundId>) -> Result<usize, StoreError> {
         fwd!(self, self.0.queue_push(k, i, c, d))
     }
-    async fn queue_pop_into(&self, k: &SessionKey, s: &SessionId) -> Result<Option<QueuedItem>, StoreError> {
-        fwd!(self, self.0.queue_pop_into(k, s))
+    async fn queue_pop_into(&self, k: &SessionKey, s: &SessionId, f: Option<&Fence>) -> Result<Option<QueuedItem>, StoreError> {
+        fwd!(self, self.0.queue_pop_into(k, s, f))
     }
     async fn queue_list(&self, k: &SessionKey) -> Result<Vec<QueuedItem>, StoreError> {
         fwd!(self, self.0.queue_list(k))

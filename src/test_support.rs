@@ -61,6 +61,7 @@ pub struct TestApp {
     store: Option<Arc<dyn Store>>,
     llm: Arc<dyn Llm>,
     delivery: Option<Arc<dyn Delivery>>,
+    owner: Option<String>,
 }
 
 impl TestApp {
@@ -75,7 +76,14 @@ impl TestApp {
             store: None,
             llm: Arc::new(OfflineLlm),
             delivery: None,
+            owner: None,
         }
+    }
+
+    /// The process's owner id `<host>:<pid>` (default: this host and pid).
+    pub fn owner(mut self, owner: &str) -> Self {
+        self.owner = Some(owner.to_string());
+        self
     }
 
     /// Settings from this YAML (instead of the defaults plus `env`).
@@ -142,7 +150,7 @@ impl TestApp {
             clock: self.clock.unwrap_or_else(|| Arc::new(ManualClock::new(self.now))),
             timers: Arc::new(crate::ports::PollingTimers),
             tools: Arc::new(crate::app::tools::builtin()),
-            owner: None,
+            owner: self.owner,
             jwks: Arc::new(crate::clients::jwks::HttpJwks::default()),
         })
     }

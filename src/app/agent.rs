@@ -5,7 +5,7 @@ use crate::app::tools::{ToolCtx, TurnKind};
 use crate::app::{App, AppError};
 use crate::core::ids::SessionId;
 use crate::core::prompt::assemble;
-use crate::core::session::{Message, Role};
+use crate::core::session::{Fence, Message, Role};
 use crate::ports::ChatRequest;
 
 /// What one turn produced.
@@ -37,6 +37,24 @@ pub struct TurnSpec<'a> {
     pub system: String,
     /// The chat the turn runs for (tools that create jobs record it as their origin).
     pub origin: Option<crate::core::ids::Origin>,
+    /// The lease the turn runs under (chat turns): every append is fenced by it, and a lost
+    /// lease ends the turn with [`crate::ports::StoreError::Fenced`] (docs/design.md#lease).
+    pub fence: Option<Fence>,
+}
+
+/// Appends `msgs` to the turn's transcript, fenced by its lease when it has one.
+async fn append(app: &App, spec: &TurnSpec<'_>, msgs: &[Message]) -> Result<(), AppError> {
+    match &spec.fence {
+        Some(f) => app.inner.store.append_fenced(spec.session_id, msgs, f).await.inspect_err(|e| {
+            if matches!(e, crate::ports::StoreError::Fenced(_)) {
+                tracing::warn!(session_key = %f.key, epoch = f.epoch, "lease lost; the turn stops without writing");
+            }
+        })?,
+        None => {
+            app.inner.store.append_messages(spec.session_id, msgs, None).await?;
+        }
+    }
+    Ok(())
 }
 
 /// Runs the model loop over the stored transcript of `spec.session_id`. `stop` is asked at
@@ -64,7 +82,7 @@ where
         let mut msg = Message::text(Role::Assistant, resp.content.clone(), now);
         msg.model = (!resp.model.is_empty()).then(|| resp.model.clone());
         if resp.tool_calls.is_empty() {
-            app.inner.store.append_messages(spec.session_id, std::slice::from_ref(&msg), None).await?;
+            append(app, &spec, std::slice::from_ref(&msg)).await?;
             crate::app::crash::crash_point("turn:answer_stored");
             out.reply = resp.content;
             return Ok(out);
@@ -78,7 +96,7 @@ where
             t.duration_ms = Some(result.duration_ms);
             step.push(t);
         }
-        app.inner.store.append_messages(spec.session_id, &step, None).await?;
+        append(app, &spec, &step).await?;
         prompt.extend(step);
         if stop().await {
             out.interrupted = true;
@@ -87,6 +105,6 @@ where
     }
     out.reply = format!("I stopped after {max_iter} tool rounds without reaching a final answer. Please narrow the request.");
     let note = Message::text(Role::Assistant, out.reply.clone(), app.inner.clock.now());
-    app.inner.store.append_messages(spec.session_id, &[note], None).await?;
+    append(app, &spec, &[note]).await?;
     Ok(out)
 }

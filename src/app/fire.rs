@@ -236,6 +236,7 @@ impl App {
             model: job.model.clone(),
             system: self.system_prompt(),
             origin: None,
+            fence: None,
         };
         match tokio::time::timeout(budget, agent::run(self, spec, || async { false })).await {
             Ok(Ok(out)) if out.reply.trim().is_empty() => Err("the model returned an empty answer".into()),
@@ -292,13 +293,17 @@ impl App {
     }
 
     /// Records the run on the job (status, state) and its claim; returns the next occurrence.
-    async fn finalize(&self, claimed: &Job, run: &RunRecord) -> Result<Option<DateTime<Utc>>, AppError> {
+    /// The job is written only while its running mark is still the one this run's claim set.
+    pub(in crate::app) async fn finalize(&self, claimed: &Job, run: &RunRecord) -> Result<Option<DateTime<Utc>>, AppError> {
         let status = run.status.job_status();
         let error = run.error.clone().or_else(|| run.deliveries.iter().find_map(|d| d.error.clone()));
         let now = self.inner.clock.now();
         let written = retry_cas(|| async {
             let Some(mut j) = self.inner.store.get_job(&claimed.id).await? else { return Ok(claimed.next_run_at) };
-            j.finish(status, error.clone(), now);
+            if !j.finish_claimed(claimed.running.as_ref(), status, error.clone(), now) {
+                tracing::warn!(job_id = %j.id, "the job no longer runs this occurrence (recovered or superseded); left as it is");
+                return Ok(j.next_run_at);
+            }
             let j = self.inner.store.put_job(&j).await?;
             self.rearm(&j).await;
             Ok(j.next_run_at)
@@ -324,6 +329,7 @@ impl App {
             let Some(mark) = job.running.clone() else { continue };
             let lease = crate::core::session::Lease {
                 token: String::new(),
+                epoch: 0,
                 owner: mark.owner.clone(),
                 started_at: mark.started_at,
                 expires_at: mark.started_at + Duration::seconds(TURN_BUDGET_SECS + crate::app::turns::LEASE_MARGIN_SECS),

@@ -168,7 +168,7 @@ impl App {
         }
         let lease = self.new_lease();
         let token = lease.token.clone();
-        next.lease = Some(lease);
+        next.grant(lease);
         next.origin = msg.origin.clone();
         let mut msgs = crate::app::turns::pending_messages(&mut next);
         let mut user = Message::text(Role::User, msg.text.clone(), self.inner.clock.now());

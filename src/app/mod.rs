@@ -20,6 +20,7 @@ pub mod fire_token;
 pub mod import;
 mod inbound;
 mod jobs;
+mod lease;
 mod lifecycle;
 mod memory;
 mod recovery;
@@ -178,5 +179,7 @@ impl App {
     }
 }
 
+#[cfg(test)]
+mod fence_tests;
 #[cfg(test)]
 mod tests;

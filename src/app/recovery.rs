@@ -11,8 +11,15 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-/// Store record written only after a complete drain on shutdown.
+/// Store record written only after a complete drain on shutdown; one per host
+/// (`clean_shutdown:<host>`, see [`clean_shutdown_key`]).
 pub const CLEAN_SHUTDOWN_KEY: &str = "clean_shutdown";
+
+/// The clean-shutdown marker of the host of `owner` (`<host>:<pid>`): each `serve` host
+/// sharing a store judges only its own exit (docs/design.md#recovery).
+pub fn clean_shutdown_key(owner: &str) -> String {
+    format!("{CLEAN_SHUTDOWN_KEY}:{}", recovery::owner_host(owner))
+}
 
 /// Per-process live state: whether new turns are accepted, and the turns running here.
 #[derive(Debug)]
@@ -117,11 +124,13 @@ impl App {
         Ok(n)
     }
 
-    /// Startup recovery of `serve`: consumes the clean-shutdown marker; without it every
-    /// lease still present counts as interrupted (unless its process is alive on this host).
+    /// Startup recovery of `serve`: consumes this host's clean-shutdown marker; without it
+    /// every lease of this host (another pid) counts as interrupted. Other hosts' leases are
+    /// taken only once expired.
     pub(in crate::app) async fn startup_sweep(&self) -> Result<bool, AppError> {
-        let clean = self.inner.store.get_meta(CLEAN_SHUTDOWN_KEY).await?.is_some();
-        self.inner.store.delete_meta(CLEAN_SHUTDOWN_KEY).await?;
+        let marker = clean_shutdown_key(&self.inner.live.owner);
+        let clean = self.inner.store.get_meta(&marker).await?.is_some();
+        self.inner.store.delete_meta(&marker).await?;
         let n = self.sweep(!clean, false).await?;
         tracing::info!(previous_exit = if clean { "clean" } else { "unclean" }, woken = n, "startup recovery sweep");
         Ok(clean)
@@ -162,7 +171,8 @@ impl App {
         }
         let drained = self.inner.live.running().is_empty();
         if drained {
-            if let Err(e) = self.inner.store.put_meta(CLEAN_SHUTDOWN_KEY, &self.inner.clock.now().to_rfc3339()).await {
+            let marker = clean_shutdown_key(&self.inner.live.owner);
+            if let Err(e) = self.inner.store.put_meta(&marker, &self.inner.clock.now().to_rfc3339()).await {
                 tracing::error!(error = %e, "could not write the clean-shutdown marker");
                 return false;
             }

@@ -4,15 +4,15 @@
 
 use crate::app::agent::{self, TurnOutput, TurnSpec};
 use crate::app::cas::{again, retry_cas};
+use crate::app::lease::{is_lost, lost};
 use crate::app::tools::TurnKind;
 use crate::app::{App, AppError};
 use crate::core::ids::SessionKey;
 use crate::core::inbound::ReplyPath;
 use crate::core::recovery::{self, RESUME_NOTE};
 use crate::core::reset;
-use crate::core::session::{Lease, Message, Role, SessionEntry};
+use crate::core::session::{Fence, Lease, Message, Role, SessionEntry};
 use crate::ports::{SessionChange, StoreError};
-use chrono::Duration;
 use std::time::Duration as StdDuration;
 
 /// How long one turn may run.
@@ -40,45 +40,6 @@ enum Next {
 }
 
 impl App {
-    /// A fresh lease owned by this process.
-    pub(in crate::app) fn new_lease(&self) -> Lease {
-        let now = self.inner.clock.now();
-        Lease {
-            token: format!("{:016x}", rand::random::<u64>()),
-            owner: self.inner.live.owner.clone(),
-            started_at: now,
-            expires_at: now
-                + Duration::from_std(crate::app::budget::turn_budget(StdDuration::from_secs(TURN_BUDGET_SECS as u64)))
-                    .unwrap_or(Duration::seconds(TURN_BUDGET_SECS))
-                + Duration::seconds(LEASE_MARGIN_SECS),
-        }
-    }
-
-    /// Applies `f` to the entry if `token` still holds its lease (compare-and-set, retried).
-    /// Returns None when the lease was lost.
-    pub(in crate::app) async fn update_leased<F>(
-        &self,
-        key: &SessionKey,
-        token: &str,
-        changes: &[SessionChange],
-        f: F,
-    ) -> Result<Option<SessionEntry>, AppError>
-    where
-        F: Fn(&mut SessionEntry),
-    {
-        let f = &f;
-        retry_cas(|| async move {
-            let Some(mut e) = self.inner.store.get_entry(key).await? else { return Ok(None) };
-            if e.lease.as_ref().is_none_or(|l| l.token != token) {
-                tracing::warn!(session_key = %key, "lease lost (taken over or cleared)");
-                return Ok(None);
-            }
-            f(&mut e);
-            Ok(Some(self.inner.store.put_entry(&e, changes).await?))
-        })
-        .await
-    }
-
     /// Runs one turn for a leased entry whose input is already in the transcript: notes and
     /// notices for resets and resumes, the agent loop within its budget, the success update,
     /// and delivery to the origin.
@@ -106,14 +67,59 @@ impl App {
     }
 
     /// [`App::one_turn`], with its notices and reply sent along `path` (the first turn of a
-    /// message whose transport answers it itself sends nothing to the origin).
+    /// message whose transport answers it itself sends nothing to the origin). Every write and
+    /// send is fenced by the entry's lease epoch; a turn that lost it stops and sends nothing.
     pub(in crate::app) async fn one_turn_replying(&self, entry: &SessionEntry, path: ReplyPath) -> Result<TurnReport, AppError> {
         let key = &entry.session_key;
+        let Some(fence) = entry.fence() else { return Err(lost(key)) };
         let token = entry.lease.as_ref().map(|l| l.token.clone()).unwrap_or_default();
         let (notes, notices) = self.turn_notes(entry);
-        for n in &notices {
-            self.reply(&entry.origin, path, n).await;
+        for (i, n) in notices.iter().enumerate() {
+            self.send_fenced(entry, &fence, path, &format!("notice{i}"), n).await?;
         }
+        let renewal = self.renew_in_background(&fence);
+        let result = self.run_agent(entry, &fence, notes).await;
+        drop(renewal);
+        match result {
+            Ok(out) => {
+                let now = self.inner.clock.now();
+                let updated = self
+                    .update_leased(key, &token, &[], |e| {
+                        e.input_tokens += out.input_tokens;
+                        e.output_tokens += out.output_tokens;
+                        e.updated_at = now;
+                        e.was_auto_reset = false;
+                        e.resume_pending = false;
+                        e.resume_reason = None;
+                        e.interruptions = 0;
+                        e.interrupt_requested = false;
+                    })
+                    .await?;
+                if updated.is_none_or(|e| !e.holds(&fence)) {
+                    return Err(lost(key));
+                }
+                if !out.interrupted {
+                    self.send_fenced(entry, &fence, path, "reply", &out.reply).await?;
+                    crate::app::crash::crash_point("turn:reply_delivered");
+                }
+                Ok(TurnReport { reply: out.reply, notices })
+            }
+            Err(e) if is_lost(&e) => {
+                tracing::warn!(session_key = %key, epoch = fence.epoch, "lease lost during the turn; it stops and sends nothing");
+                Err(e)
+            }
+            Err(e) => {
+                tracing::error!(session_key = %key, error = %e, "turn failed; its input stays in the transcript");
+                let sorry = "⚠️ Sorry, I couldn't reach the model just now. Your message is saved; please try again in a moment.";
+                let _ = self.send_fenced(entry, &fence, path, "error", sorry).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// The agent loop of a chat turn within its budget, its appends fenced by `fence`; it
+    /// stops early when asked to or when the lease is lost.
+    async fn run_agent(&self, entry: &SessionEntry, fence: &Fence, notes: Vec<String>) -> Result<TurnOutput, AppError> {
         let budget = crate::app::budget::turn_budget(StdDuration::from_secs(TURN_BUDGET_SECS as u64));
         let system = self.chat_system_prompt(&entry.session_id).await;
         let spec = TurnSpec {
@@ -124,83 +130,65 @@ impl App {
             model: None,
             system,
             origin: Some(entry.origin.clone()),
+            fence: Some(fence.clone()),
         };
-        let stop = || async { self.inner.store.get_entry(key).await.ok().flatten().is_some_and(|e| e.interrupt_requested) };
-        let result = match tokio::time::timeout(budget, agent::run(self, spec, stop)).await {
+        let key = &entry.session_key;
+        let stop =
+            || async { self.inner.store.get_entry(key).await.ok().flatten().is_some_and(|e| e.interrupt_requested || !e.holds(fence)) };
+        match tokio::time::timeout(budget, agent::run(self, spec, stop)).await {
             Ok(r) => r,
             Err(_) => {
                 Ok(TurnOutput { reply: "⏱ That took too long; I stopped. Please try a smaller request.".into(), ..TurnOutput::default() })
             }
-        };
-        match result {
-            Ok(out) => {
-                let now = self.inner.clock.now();
-                self.update_leased(key, &token, &[], |e| {
-                    e.input_tokens += out.input_tokens;
-                    e.output_tokens += out.output_tokens;
-                    e.updated_at = now;
-                    e.was_auto_reset = false;
-                    e.resume_pending = false;
-                    e.resume_reason = None;
-                    e.interruptions = 0;
-                    e.interrupt_requested = false;
-                })
-                .await?;
-                if !out.interrupted {
-                    self.reply(&entry.origin, path, &out.reply).await;
-                    crate::app::crash::crash_point("turn:reply_delivered");
-                }
-                Ok(TurnReport { reply: out.reply, notices })
-            }
-            Err(e) => {
-                tracing::error!(session_key = %key, error = %e, "turn failed; its input stays in the transcript");
-                self.reply(
-                    &entry.origin,
-                    path,
-                    "⚠️ Sorry, I couldn't reach the model just now. Your message is saved; please try again in a moment.",
-                )
-                .await;
-                Err(e)
-            }
         }
     }
 
-    /// Takes the next work under the lease (slot first, then FIFO head), or releases it.
+    /// Takes the next work under the lease (slot first, then FIFO head), or releases it. Each
+    /// next turn gets a new lease grant (a new epoch) with the same token.
     async fn take_next(&self, key: &SessionKey, token: &str) -> Result<Next, AppError> {
+        retry_cas(|| async move {
+            let Some(e) = self.inner.store.get_entry(key).await? else { return Ok(Next::Done) };
+            let Some(fence) = e.fence().filter(|_| e.lease.as_ref().is_some_and(|l| l.token == token)) else { return Ok(Next::Done) };
+            let mut next = e.clone();
+            next.interrupt_requested = false;
+            if self.inner.live.accepting() && !e.pending.is_empty() {
+                next.grant(Lease { token: token.to_string(), ..self.new_lease() });
+                let msgs = pending_messages(&mut next);
+                let change = SessionChange::Append { session_id: e.session_id.clone(), messages: msgs };
+                let n = self.inner.store.put_entry(&next, &[change]).await?;
+                crate::app::crash::crash_point("slot:moved");
+                return Ok(Next::Turn(Box::new(n)));
+            }
+            if self.inner.live.accepting() {
+                match self.inner.store.queue_pop_into(key, &e.session_id, Some(&fence)).await {
+                    Ok(Some(_)) => {
+                        crate::app::crash::crash_point("queue:popped");
+                        return self.lease_next_turn(key, token).await;
+                    }
+                    Ok(None) => {}
+                    Err(StoreError::Fenced(_)) => return Ok(Next::Done),
+                    Err(err) => return Err(err.into()),
+                }
+            }
+            next.lease = None;
+            self.inner.store.put_entry(&next, &[]).await?;
+            Ok(Next::Done)
+        })
+        .await
+    }
+
+    /// After a fenced pop moved a FIFO item into the transcript: grants the next turn's lease
+    /// if `token` still holds the key (else the new holder's turn answers the item).
+    async fn lease_next_turn(&self, key: &SessionKey, token: &str) -> Result<Next, AppError> {
         retry_cas(|| async move {
             let Some(e) = self.inner.store.get_entry(key).await? else { return Ok(Next::Done) };
             if e.lease.as_ref().is_none_or(|l| l.token != token) {
                 return Ok(Next::Done);
             }
-            let mut next = e.clone();
-            next.lease = Some(Lease { token: token.to_string(), ..self.new_lease() });
+            let mut next = e;
             next.interrupt_requested = false;
-            if !self.inner.live.accepting() {
-                next.lease = None;
-            } else if !e.pending.is_empty() {
-                let msgs = pending_messages(&mut next);
-                let n = self
-                    .inner
-                    .store
-                    .put_entry(&next, &[SessionChange::Append { session_id: e.session_id.clone(), messages: msgs }])
-                    .await?;
-                crate::app::crash::crash_point("slot:moved");
-                return Ok(Next::Turn(Box::new(n)));
-            } else if self.inner.store.queue_pop_into(key, &e.session_id).await?.is_some() {
-                crate::app::crash::crash_point("queue:popped");
-                return match self.inner.store.put_entry(&next, &[]).await {
-                    Ok(n) => Ok(Next::Turn(Box::new(n))),
-                    // The item is in the transcript already; run it with the entry as it is now.
-                    Err(StoreError::Conflict(_)) => {
-                        Ok(self.inner.store.get_entry(key).await?.map_or(Next::Done, |e| Next::Turn(Box::new(e))))
-                    }
-                    Err(err) => Err(err.into()),
-                };
-            } else {
-                next.lease = None;
-            }
-            self.inner.store.put_entry(&next, &[]).await?;
-            Ok(Next::Done)
+            next.grant(Lease { token: token.to_string(), ..self.new_lease() });
+            Ok(Next::Turn(Box::new(self.inner.store.put_entry(&next, &[]).await?)))
         })
         .await
     }
@@ -307,7 +295,7 @@ impl App {
             }
             let lease = self.new_lease();
             let token = lease.token.clone();
-            next.lease = Some(lease);
+            next.grant(lease);
             let msgs = pending_messages(&mut next);
             let first_turn = resume || !msgs.is_empty();
             let changes =

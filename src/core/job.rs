@@ -200,6 +200,22 @@ impl Job {
         }
     }
 
+    /// Records the finished run of the claim that set the running mark `mark` (None: a manual
+    /// run, which sets none). Returns false, changing nothing, when the job no longer runs
+    /// that occurrence (recovery recorded it as interrupted, or a later occurrence runs). A
+    /// manual run leaves another run's mark alone.
+    pub fn finish_claimed(&mut self, mark: Option<&RunningMark>, status: RunStatus, error: Option<String>, now: DateTime<Utc>) -> bool {
+        match mark {
+            Some(m) if self.running.as_ref() != Some(m) => return false,
+            None if self.running.is_some() => {
+                self.last_status = Some(status);
+                self.last_error = error;
+            }
+            _ => self.finish(status, error, now),
+        }
+        true
+    }
+
     /// The first occurrence of a new job: one-shots at their time, recurring ones after `now`.
     pub fn first_run(schedule: &Schedule, now: DateTime<Utc>, tz: Tz) -> Option<DateTime<Utc>> {
         match schedule {

@@ -24,18 +24,25 @@ pub fn owner_id(host: &str, pid: u32) -> String {
     format!("{host}:{pid}")
 }
 
+/// The host part of an owner id (`<host>:<pid>`).
+pub fn owner_host(owner: &str) -> &str {
+    owner.rsplit_once(':').map_or(owner, |(h, _)| h)
+}
+
 /// Whether `lease` is an interrupted turn. `me` is this process's owner id; `alive` says
 /// whether a pid on this host still runs; `unclean_start` is true during the startup sweep
-/// after an exit without the clean-shutdown marker.
+/// after this host exited without its clean-shutdown marker. Another host's lease (or an
+/// old lease without owner) is abandoned only once it has expired: that host may be alive.
 pub fn abandoned(lease: &Lease, now: DateTime<Utc>, me: &str, alive: impl Fn(u32) -> bool, unclean_start: bool) -> bool {
     if lease.expires_at <= now {
         return true;
     }
     let (my_host, my_pid) = me.rsplit_once(':').unwrap_or((me, ""));
     match lease.owner.rsplit_once(':') {
-        Some((host, pid)) if host == my_host => pid != my_pid && pid.parse().is_ok_and(|p| !alive(p)),
-        // Another host (or an old lease without owner): only the startup rule applies.
-        _ => unclean_start,
+        // This host after an unclean exit: every other pid's lease is from before the crash
+        // (pids may have been reused since), so its liveness proves nothing.
+        Some((host, pid)) if host == my_host => pid != my_pid && (unclean_start || pid.parse().is_ok_and(|p| !alive(p))),
+        _ => false,
     }
 }
 
@@ -71,6 +78,7 @@ mod tests {
     fn lease(owner: &str, exp: i64) -> Lease {
         Lease {
             token: "t".into(),
+            epoch: 1,
             owner: owner.into(),
             started_at: DateTime::UNIX_EPOCH,
             expires_at: DateTime::from_timestamp(exp, 0).unwrap(),
@@ -84,10 +92,13 @@ mod tests {
         let live = |_| true;
         assert!(abandoned(&lease("h:1", 999), now, "h:2", live, false), "expired");
         assert!(abandoned(&lease("h:1", 2000), now, "h:2", dead, false), "dead pid on this host");
-        assert!(!abandoned(&lease("h:1", 2000), now, "h:2", live, true), "live pid on this host, even at an unclean start");
+        assert!(!abandoned(&lease("h:1", 2000), now, "h:2", live, false), "live pid on this host");
+        assert!(abandoned(&lease("h:1", 2000), now, "h:2", live, true), "any other pid on this host at an unclean start");
         assert!(!abandoned(&lease("h:2", 2000), now, "h:2", dead, true), "my own lease");
-        assert!(abandoned(&lease("other:1", 2000), now, "h:2", live, true), "another host at an unclean start");
+        assert!(!abandoned(&lease("other:1", 2000), now, "h:2", dead, true), "another host's live lease, even at an unclean start");
         assert!(!abandoned(&lease("other:1", 2000), now, "h:2", live, false), "another host otherwise");
+        assert!(!abandoned(&lease("", 2000), now, "h:2", live, true), "no owner: only expiry counts");
+        assert!(abandoned(&lease("other:1", 1000), now, "h:2", live, false), "another host's expired lease");
     }
 
     #[test]

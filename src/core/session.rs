@@ -12,6 +12,10 @@ use serde::{Deserialize, Serialize};
 pub struct Lease {
     /// Random token of the holder; only the holder may clear the lease.
     pub token: String,
+    /// The fencing token: the key's [`SessionEntry::lease_epoch`] when this lease was granted.
+    /// Writes fenced by it succeed only while the entry still holds a lease of this epoch.
+    #[serde(default)]
+    pub epoch: u64,
     /// The holding process (`<host>:<pid>`), so a restart on the same host can tell a dead
     /// holder from a live one.
     #[serde(default)]
@@ -94,9 +98,22 @@ pub struct SessionEntry {
     /// Last time a busy acknowledgement was sent (at most one per 30 s).
     #[serde(default)]
     pub last_ack_at: Option<DateTime<Utc>>,
+    /// Leases granted on this key so far; every grant takes the next number (the epoch).
+    #[serde(default)]
+    pub lease_epoch: u64,
     /// Compare-and-set version; bumped by every write.
     #[serde(default)]
     pub version: u64,
+}
+
+/// The condition of a fenced write: the entry of `key` must still hold a lease of `epoch`
+/// (docs/design.md#lease).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fence {
+    /// The session key whose entry holds the lease.
+    pub key: SessionKey,
+    /// The lease's epoch.
+    pub epoch: u64,
 }
 
 /// A message parked in the pending slot.
@@ -134,8 +151,26 @@ impl SessionEntry {
             interruptions: 0,
             suspended: false,
             last_ack_at: None,
+            lease_epoch: 0,
             version: 0,
         }
+    }
+
+    /// Grants `lease` as a new lease: the key's epoch goes up by one and the lease carries it.
+    pub fn grant(&mut self, mut lease: Lease) {
+        self.lease_epoch += 1;
+        lease.epoch = self.lease_epoch;
+        self.lease = Some(lease);
+    }
+
+    /// The fence of the lease held now, if any.
+    pub fn fence(&self) -> Option<Fence> {
+        self.lease.as_ref().map(|l| Fence { key: self.session_key.clone(), epoch: l.epoch })
+    }
+
+    /// Whether the entry still holds the lease of `fence`.
+    pub fn holds(&self, fence: &Fence) -> bool {
+        self.lease.as_ref().is_some_and(|l| l.epoch == fence.epoch)
     }
 
     /// Whether a lease is held and not yet expired at `now`.

@@ -9,7 +9,7 @@
 
 use crate::core::ids::{SessionId, SessionKey};
 use crate::core::job::{Job, Occurrence, RunRecord};
-use crate::core::session::{Message, SessionEntry, SessionRecord};
+use crate::core::session::{Fence, Message, SessionEntry, SessionRecord};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -20,6 +20,10 @@ pub enum StoreError {
     /// A compare-and-set lost: someone else wrote first. Callers reload and retry.
     #[error("concurrent update of {0}")]
     Conflict(String),
+    /// A fenced write lost: the session's entry no longer holds the writer's lease epoch
+    /// (docs/design.md#lease). Nothing was written; the writer must stop.
+    #[error("lease lost on {0}; nothing written")]
+    Fenced(String),
     /// The per-session queue is at its cap.
     #[error("queue full ({0} items)")]
     QueueFull(usize),
@@ -140,6 +144,10 @@ pub trait SessionStore: Send + Sync {
     /// nothing if it was already seen — both in one atomic write.
     async fn append_messages(&self, id: &SessionId, msgs: &[Message], dedupe: Option<&InboundId>) -> Result<Appended, StoreError>;
 
+    /// Appends messages in order, in one atomic write with the condition that the entry of
+    /// `fence.key` still holds a lease of `fence.epoch`; [`StoreError::Fenced`] otherwise.
+    async fn append_fenced(&self, id: &SessionId, msgs: &[Message], fence: &Fence) -> Result<(), StoreError>;
+
     /// The newest `limit` messages of a conversation, oldest first.
     async fn recent_messages(&self, id: &SessionId, limit: usize) -> Result<Vec<Message>, StoreError>;
 
@@ -163,8 +171,9 @@ pub trait QueueStore: Send + Sync {
     /// [`StoreError::DuplicateInbound`] for a seen id.
     async fn queue_push(&self, key: &SessionKey, item: &QueuedItem, cap: usize, dedupe: Option<&InboundId>) -> Result<usize, StoreError>;
 
-    /// Moves the FIFO head into `session`'s transcript as a user message, in one write.
-    async fn queue_pop_into(&self, key: &SessionKey, session: &SessionId) -> Result<Option<QueuedItem>, StoreError>;
+    /// Moves the FIFO head into `session`'s transcript as a user message, in one write. With
+    /// `fence`, the write also requires the lease (see [`SessionStore::append_fenced`]).
+    async fn queue_pop_into(&self, key: &SessionKey, session: &SessionId, fence: Option<&Fence>) -> Result<Option<QueuedItem>, StoreError>;
 
     /// Items in the key's FIFO, oldest first.
     async fn queue_list(&self, key: &SessionKey) -> Result<Vec<QueuedItem>, StoreError>;

@@ -190,8 +190,16 @@ async fn the_turn_records_each_call_with_its_duration() {
     let sid = sid();
     let user = Message::text(Role::User, "go", app.inner.clock.now());
     app.inner.store.append_messages(&sid, &[user], None).await.unwrap();
-    let spec =
-        TurnSpec { session_id: &sid, notes: vec![], kind: TurnKind::Job, deadline: None, model: None, system: "sys".into(), origin: None };
+    let spec = TurnSpec {
+        session_id: &sid,
+        notes: vec![],
+        kind: TurnKind::Job,
+        deadline: None,
+        model: None,
+        system: "sys".into(),
+        origin: None,
+        fence: None,
+    };
     let out = agent::run(&app, spec, || async { false }).await.unwrap();
     assert_eq!(out.reply, "done");
     let offered: Vec<_> = llm.0.lock().unwrap()[0].tools.iter().map(|t| t.name.clone()).collect();

@@ -4,15 +4,17 @@
 //! check shows its own name, e.g. `store::sqlite::tests::on_file::claim_race`.
 //!
 //! The checks live by concern, as the port is split: `sessions` (session entries, records,
-//! transcripts, wake candidates), `queue`, `jobs` (jobs, claims, runs, ledger, once keys)
+//! transcripts, wake candidates), `queue`, `fence` (writes fenced by a lease epoch), `jobs` (jobs, claims, runs, ledger, once keys)
 //! and, here, the meta round trip.
 
 #![allow(clippy::unwrap_used)]
 
+mod fence;
 mod jobs;
 mod queue;
 mod sessions;
 
+pub(crate) use fence::fenced_writes;
 pub(crate) use jobs::{claim_race, claims_are_never_readmitted, jobs_cas_and_due_index, runs_ledger_and_once};
 pub(crate) use queue::queue_fifo_cap_and_dedupe;
 pub(crate) use sessions::{atomic_entry_changes, cas_race, entry_cas, session_records, transcript_order_and_dedupe, wake_candidates};
@@ -47,7 +49,7 @@ macro_rules! conformance_tests {
             $crate::store::conformance::conformance_tests!(@one $fixture;
                 entry_cas, session_records, transcript_order_and_dedupe, meta_round_trip,
                 queue_fifo_cap_and_dedupe, atomic_entry_changes, wake_candidates,
-                jobs_cas_and_due_index, claims_are_never_readmitted, runs_ledger_and_once);
+                jobs_cas_and_due_index, claims_are_never_readmitted, runs_ledger_and_once, fenced_writes);
             $crate::store::conformance::conformance_tests!(@two $fixture; cas_race, claim_race);
         }
     };

@@ -20,11 +20,11 @@ pub(crate) async fn queue_fifo_cap_and_dedupe(s: Arc<dyn Store>) {
     assert!(matches!(s.queue_push(&other.session_key, &item("x"), 3, Some(&d)).await, Err(StoreError::DuplicateInbound)));
     assert_eq!(s.queue_list(&other.session_key).await.unwrap().len(), 1);
     // Pops move items into the transcript, in order.
-    assert_eq!(s.queue_pop_into(k, &e.session_id).await.unwrap().unwrap().text, "q0");
-    assert_eq!(s.queue_pop_into(k, &e.session_id).await.unwrap().unwrap().text, "q1");
+    assert_eq!(s.queue_pop_into(k, &e.session_id, None).await.unwrap().unwrap().text, "q0");
+    assert_eq!(s.queue_pop_into(k, &e.session_id, None).await.unwrap().unwrap().text, "q1");
     let t = s.recent_messages(&e.session_id, 10).await.unwrap();
     assert_eq!(t.iter().map(|m| (m.role, m.content.as_str())).collect::<Vec<_>>(), [(Role::User, "q0"), (Role::User, "q1")]);
     assert_eq!(s.queue_list(k).await.unwrap().iter().map(|i| i.text.as_str()).collect::<Vec<_>>(), ["q2"]);
     assert_eq!(s.queue_clear(k).await.unwrap(), 1);
-    assert!(s.queue_pop_into(k, &e.session_id).await.unwrap().is_none());
+    assert!(s.queue_pop_into(k, &e.session_id, None).await.unwrap().is_none());
 }

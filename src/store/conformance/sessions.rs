@@ -104,8 +104,13 @@ pub(crate) async fn wake_candidates(s: Arc<dyn Store>) {
     let now = Utc.with_ymd_and_hms(2026, 1, 1, 12, 0, 0).unwrap();
     let mk = |n: u32, exp: Option<i64>| {
         let mut e = entry(n);
-        e.lease =
-            exp.map(|m| Lease { token: "t".into(), owner: "h:1".into(), started_at: now, expires_at: now + chrono::Duration::minutes(m) });
+        e.lease = exp.map(|m| Lease {
+            token: "t".into(),
+            epoch: 1,
+            owner: "h:1".into(),
+            started_at: now,
+            expires_at: now + chrono::Duration::minutes(m),
+        });
         e
     };
     let expired = mk(10, Some(-1));

@@ -43,7 +43,8 @@
 //!   for claims, inbound ids, once keys, ledger rows and new session records.
 //! - Each port method that SQLite runs in one transaction is one `TransactWriteItems` here:
 //!   `put_entry` with all its [`SessionChange`]s, `append_messages` with its dedupe,
-//!   `queue_push` with its dedupe, `queue_pop_into` (delete head + append message),
+//!   `queue_push` with its dedupe, `queue_pop_into` (delete head + append message, with the
+//!   optional lease fence as a `ConditionCheck` on the entry), `append_fenced` (likewise),
 //!   `claim_occurrence` (claim insert + job CAS). Cancellation reasons are read per item to
 //!   tell a lost CAS (`Conflict`) from a seen id (`DuplicateInbound`) or a taken claim
 //!   (`Duplicate`).
@@ -77,7 +78,7 @@ mod tests;
 
 use crate::core::ids::{SessionId, SessionKey};
 use crate::core::job::{Job, Occurrence, RunRecord};
-use crate::core::session::{Message, SessionEntry, SessionRecord};
+use crate::core::session::{Fence, Message, SessionEntry, SessionRecord};
 use crate::ports::{
     Appended, Claim, InboundId, JobStore, LedgerStore, MetaStore, QueueStore, QueuedItem, SessionChange, SessionStore, Store, StoreError,
 };
@@ -222,6 +223,10 @@ impl SessionStore for DynamoStore {
         transcript::append(self, id, msgs, dedupe).await
     }
 
+    async fn append_fenced(&self, id: &SessionId, msgs: &[Message], fence: &Fence) -> Result<(), StoreError> {
+        transcript::append_fenced(self, id, msgs, fence).await
+    }
+
     async fn recent_messages(&self, id: &SessionId, limit: usize) -> Result<Vec<Message>, StoreError> {
         transcript::recent(self, id, limit).await
     }
@@ -245,8 +250,8 @@ impl QueueStore for DynamoStore {
         queue::push(self, key, item, cap, dedupe).await
     }
 
-    async fn queue_pop_into(&self, key: &SessionKey, session: &SessionId) -> Result<Option<QueuedItem>, StoreError> {
-        queue::pop_into(self, key, session).await
+    async fn queue_pop_into(&self, key: &SessionKey, session: &SessionId, fence: Option<&Fence>) -> Result<Option<QueuedItem>, StoreError> {
+        queue::pop_into(self, key, session, fence).await
     }
 
     async fn queue_list(&self, key: &SessionKey) -> Result<Vec<QueuedItem>, StoreError> {

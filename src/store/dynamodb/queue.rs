@@ -6,11 +6,11 @@
 use super::items::{Item, QITEM_PREFIX, QUEUE_SK, doc, get_n, get_s, key, key_of_pk, key_pk, ms, n, qitem_sk, s};
 use super::query::Query;
 use super::table::GSI_WAKE;
-use super::transcript::{plan_append, plan_inbound, seen_inbound};
+use super::transcript::{plan_append, plan_fence, plan_inbound, seen_inbound};
 use super::tx::{ATTEMPTS, Cond, MAX_ITEMS, Outcome, Part, Tx, backoff};
 use super::{DynamoError, DynamoStore};
 use crate::core::ids::{SessionId, SessionKey};
-use crate::core::session::{Message, Role};
+use crate::core::session::{Fence, Message, Role};
 use crate::ports::{InboundId, QueuedItem, StoreError};
 use crate::store::encode;
 use chrono::{DateTime, Utc};
@@ -93,7 +93,12 @@ pub(super) async fn push(
 }
 
 /// `QueueStore::queue_pop_into`.
-pub(super) async fn pop_into(st: &DynamoStore, k: &SessionKey, session: &SessionId) -> Result<Option<QueuedItem>, StoreError> {
+pub(super) async fn pop_into(
+    st: &DynamoStore,
+    k: &SessionKey,
+    session: &SessionId,
+    fence: Option<&Fence>,
+) -> Result<Option<QueuedItem>, StoreError> {
     for attempt in 0..ATTEMPTS {
         let h = read_head(st, k).await?;
         if h.len() == 0 {
@@ -109,11 +114,15 @@ pub(super) async fn pop_into(st: &DynamoStore, k: &SessionKey, session: &Session
         let mut msg = Message::text(Role::User, item.text.clone(), item.at);
         msg.platform_message_id = item.message_id.clone();
         let mut tx = Tx::default();
+        if let Some(f) = fence {
+            plan_fence(st, &mut tx, f)?;
+        }
         tx.delete(&st.table, Part::QueueItem, item_key, Some(Cond::new("attribute_exists(#pk)")))?;
         tx.put(&st.table, Part::QueueHead, head_item(k, h.head + 1, h.tail), Some(h.unchanged()))?;
         plan_append(st, &mut tx, session, std::slice::from_ref(&msg)).await?;
         match st.transact(tx).await? {
             Outcome::Done => return Ok(Some(item)),
+            o if o.lost(Part::Fence) => return Err(StoreError::Fenced(k.as_str().to_string())),
             _ => backoff(attempt).await,
         }
     }

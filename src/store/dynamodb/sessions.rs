@@ -31,6 +31,10 @@ fn entry_item(e: &SessionEntry) -> Result<Item, StoreError> {
         it.insert("wake_pk".into(), s("WAKE"));
         it.insert("wake_at".into(), n(w));
     }
+    // The held lease's epoch, for fenced writes' condition checks (absent without a lease).
+    if let Some(l) = &e.lease {
+        it.insert("fence".into(), n(l.epoch));
+    }
     Ok(it)
 }
 

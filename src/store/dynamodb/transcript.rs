@@ -2,12 +2,12 @@
 //! from the session's `SEQ` counter in the same transaction (compare-and-set on its old
 //! value, so two concurrent appenders can never take the same number).
 
-use super::items::{Item, MSG_PREFIX, SEQ_SK, doc, get_n, inbound_key, key, ms, msg_sk, n, s, session_pk};
+use super::items::{ENTRY_SK, Item, MSG_PREFIX, SEQ_SK, doc, get_n, inbound_key, key, key_pk, ms, msg_sk, n, s, session_pk};
 use super::query::Query;
 use super::tx::{ATTEMPTS, Cond, MAX_ITEMS, Outcome, Part, Tx, backoff};
 use super::{DynamoError, DynamoStore};
 use crate::core::ids::SessionId;
-use crate::core::session::Message;
+use crate::core::session::{Fence, Message};
 use crate::ports::{Appended, InboundId, StoreError};
 use crate::store::encode;
 use chrono::{DateTime, Utc};
@@ -64,6 +64,27 @@ pub(super) async fn append(st: &DynamoStore, id: &SessionId, msgs: &[Message], d
         }
     }
     Err(DynamoError::Contended("append_messages").into())
+}
+
+/// Adds to `tx` the check that the entry of `fence.key` still holds a lease of `fence.epoch`.
+pub(super) fn plan_fence(st: &DynamoStore, tx: &mut Tx, fence: &Fence) -> Result<(), StoreError> {
+    tx.check(&st.table, Part::Fence, key(key_pk(&fence.key), ENTRY_SK), Cond::new("#fence = :fence").val(":fence", n(fence.epoch)))
+}
+
+/// `SessionStore::append_fenced`.
+pub(super) async fn append_fenced(st: &DynamoStore, id: &SessionId, msgs: &[Message], fence: &Fence) -> Result<(), StoreError> {
+    for attempt in 0..ATTEMPTS {
+        let mut tx = Tx::default();
+        plan_fence(st, &mut tx, fence)?;
+        plan_append(st, &mut tx, id, msgs).await?;
+        match st.transact(tx).await? {
+            Outcome::Done => return Ok(()),
+            o if o.lost(Part::Fence) => return Err(StoreError::Fenced(fence.key.as_str().to_string())),
+            // Another appender took our sequence numbers: re-read the counter and retry.
+            _ => backoff(attempt).await,
+        }
+    }
+    Err(DynamoError::Contended("append_fenced").into())
 }
 
 /// `SessionStore::recent_messages`.

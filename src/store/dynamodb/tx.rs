@@ -5,7 +5,7 @@ use super::items::Item;
 use super::{DynamoError, DynamoStore, sdk};
 use crate::ports::StoreError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem};
+use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, Delete, Put, TransactWriteItem};
 use std::collections::HashMap;
 
 /// DynamoDB's limit of items per transaction.
@@ -39,6 +39,8 @@ pub(super) enum Part {
     Job,
     /// Ledger row or once key (must not exist).
     Marker,
+    /// The session entry must still hold the writer's lease epoch (a check, no write).
+    Fence,
 }
 
 /// A condition: text plus values; `#name` placeholders are bound to attribute `name`.
@@ -127,6 +129,18 @@ impl Tx {
                 .set_expression_attribute_values((!c.values.is_empty()).then(|| values(c.values)));
         }
         self.items.push((part, TransactWriteItem::builder().put(b.build().map_err(build_err)?).build()));
+        Ok(())
+    }
+
+    /// Adds a condition check on the item at `key`: the whole write fails unless `cond` holds.
+    pub fn check(&mut self, table: &str, part: Part, key: Item, cond: Cond) -> Result<(), StoreError> {
+        let b = ConditionCheck::builder()
+            .table_name(table)
+            .set_key(Some(key))
+            .condition_expression(cond.text.clone())
+            .set_expression_attribute_names(Some(cond.names()))
+            .set_expression_attribute_values((!cond.values.is_empty()).then(|| values(cond.values)));
+        self.items.push((part, TransactWriteItem::builder().condition_check(b.build().map_err(build_err)?).build()));
         Ok(())
     }
 

@@ -2,10 +2,10 @@
 //! the inbound id in one immediate transaction; pop moves the head into the transcript in
 //! one transaction too.
 
-use super::sessions::{append_docs, record_inbound};
+use super::sessions::{append_docs, check_fence, record_inbound};
 use super::{SqliteStore, ms};
 use crate::core::ids::{SessionId, SessionKey};
-use crate::core::session::{Message, Role};
+use crate::core::session::{Fence, Message, Role};
 use crate::ports::{InboundId, QueueStore, QueuedItem, StoreError};
 use crate::store::{backend, decode, encode};
 use async_trait::async_trait;
@@ -39,11 +39,15 @@ impl QueueStore for SqliteStore {
         .await
     }
 
-    async fn queue_pop_into(&self, key: &SessionKey, session: &SessionId) -> Result<Option<QueuedItem>, StoreError> {
+    async fn queue_pop_into(&self, key: &SessionKey, session: &SessionId, fence: Option<&Fence>) -> Result<Option<QueuedItem>, StoreError> {
         let key = key.as_str().to_string();
         let session = session.as_str().to_string();
+        let fence = fence.cloned();
         self.with(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
+            if let Some(f) = &fence {
+                check_fence(&tx, f)?;
+            }
             let head: Option<(i64, String)> = tx
                 .query_row("SELECT seq, doc FROM queue_items WHERE session_key = ?1 ORDER BY seq LIMIT 1", [&key], |r| {
                     Ok((r.get(0)?, r.get(1)?))

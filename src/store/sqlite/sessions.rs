@@ -5,7 +5,7 @@
 
 use super::{SqliteStore, from_ms, ms};
 use crate::core::ids::{SessionId, SessionKey};
-use crate::core::session::{Message, SessionEntry, SessionRecord};
+use crate::core::session::{Fence, Message, SessionEntry, SessionRecord};
 use crate::ports::{Appended, InboundId, SessionChange, SessionStore, StoreError};
 use crate::store::{backend, decode, encode};
 use async_trait::async_trait;
@@ -52,6 +52,21 @@ pub(super) fn append_docs(tx: &rusqlite::Transaction<'_>, id: &str, docs: &[Stri
         st.execute(params![id, seq, d]).map_err(backend)?;
     }
     Ok(())
+}
+
+/// Inside a write: fails with [`StoreError::Fenced`] unless the entry of `fence.key` still
+/// holds a lease of `fence.epoch` (docs/design.md#lease).
+pub(super) fn check_fence(tx: &rusqlite::Transaction<'_>, fence: &Fence) -> Result<(), StoreError> {
+    let epoch: Option<Option<i64>> = tx
+        .query_row("SELECT json_extract(doc, '$.lease.epoch') FROM session_entries WHERE session_key = ?1", [fence.key.as_str()], |r| {
+            r.get(0)
+        })
+        .optional()
+        .map_err(backend)?;
+    match epoch.flatten() {
+        Some(e) if u64::try_from(e).ok() == Some(fence.epoch) => Ok(()),
+        _ => Err(StoreError::Fenced(fence.key.as_str().to_string())),
+    }
 }
 
 fn apply_change(tx: &rusqlite::Transaction<'_>, ch: &SessionChange) -> Result<(), StoreError> {
@@ -182,6 +197,19 @@ impl SessionStore for SqliteStore {
             append_docs(&tx, &id, &docs)?;
             tx.commit().map_err(backend)?;
             Ok(Appended::Stored)
+        })
+        .await
+    }
+
+    async fn append_fenced(&self, id: &SessionId, msgs: &[Message], fence: &Fence) -> Result<(), StoreError> {
+        let id = id.as_str().to_string();
+        let docs: Vec<String> = msgs.iter().map(|m| encode("message", m)).collect::<Result<_, _>>()?;
+        let fence = fence.clone();
+        self.with(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
+            check_fence(&tx, &fence)?;
+            append_docs(&tx, &id, &docs)?;
+            tx.commit().map_err(backend)
         })
         .await
     }

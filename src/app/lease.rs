@@ -1,0 +1,147 @@
+//! The turn lease as a fence (docs/design.md#lease): granting leases, writes under the lease
+//! (compare-and-set guarded by its token), renewal while a turn runs, and replies sent only
+//! while the lease is held and at most once per turn (a reply ledger keyed by the epoch).
+
+use crate::app::cas::retry_cas;
+use crate::app::turns::{LEASE_MARGIN_SECS, TURN_BUDGET_SECS};
+use crate::app::{App, AppError};
+use crate::core::ids::SessionKey;
+use crate::core::inbound::ReplyPath;
+use crate::core::session::{Fence, Lease, SessionEntry};
+use crate::ports::{SessionChange, StoreError};
+use chrono::Duration;
+use std::time::Duration as StdDuration;
+
+/// How often a running turn looks at the clock to see whether its lease is due for renewal.
+const RENEW_POLL: StdDuration = StdDuration::from_millis(200);
+/// How long a reply-ledger record is kept (a retried turn cannot be older).
+const REPLY_LEDGER_DAYS: i64 = 7;
+
+/// The error of a holder that lost its lease: nothing more may be written or sent.
+pub(in crate::app) fn lost(key: &SessionKey) -> AppError {
+    AppError::Store(StoreError::Fenced(key.as_str().to_string()))
+}
+
+/// Whether `e` means the lease was lost.
+pub(in crate::app) fn is_lost(e: &AppError) -> bool {
+    matches!(e, AppError::Store(StoreError::Fenced(_)))
+}
+
+/// A background task that is cancelled when this guard is dropped.
+pub(in crate::app) struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl App {
+    /// How long a lease lasts from its grant or last renewal: the turn budget plus a margin.
+    pub(in crate::app) fn lease_len(&self) -> Duration {
+        Duration::from_std(crate::app::budget::turn_budget(StdDuration::from_secs(TURN_BUDGET_SECS as u64)))
+            .unwrap_or(Duration::seconds(TURN_BUDGET_SECS))
+            + Duration::seconds(LEASE_MARGIN_SECS)
+    }
+
+    /// A fresh lease owned by this process (its epoch is set by [`SessionEntry::grant`]).
+    pub(in crate::app) fn new_lease(&self) -> Lease {
+        let now = self.inner.clock.now();
+        Lease {
+            token: format!("{:016x}", rand::random::<u64>()),
+            epoch: 0,
+            owner: self.inner.live.owner.clone(),
+            started_at: now,
+            expires_at: now + self.lease_len(),
+        }
+    }
+
+    /// Applies `f` to the entry if `token` still holds its lease (compare-and-set, retried).
+    /// Returns None when the lease was lost.
+    pub(in crate::app) async fn update_leased<F>(
+        &self,
+        key: &SessionKey,
+        token: &str,
+        changes: &[SessionChange],
+        f: F,
+    ) -> Result<Option<SessionEntry>, AppError>
+    where
+        F: Fn(&mut SessionEntry),
+    {
+        let f = &f;
+        retry_cas(|| async move {
+            let Some(mut e) = self.inner.store.get_entry(key).await? else { return Ok(None) };
+            if e.lease.as_ref().is_none_or(|l| l.token != token) {
+                tracing::warn!(session_key = %key, "lease lost (taken over or cleared)");
+                return Ok(None);
+            }
+            f(&mut e);
+            Ok(Some(self.inner.store.put_entry(&e, changes).await?))
+        })
+        .await
+    }
+
+    /// Extends the lease of `fence` by a full lease time from now, if the entry still holds
+    /// it and it has not expired (an expired lease may already be judged abandoned, so it is
+    /// never revived). Returns whether it was renewed.
+    pub(in crate::app) async fn renew_lease(&self, fence: &Fence) -> Result<bool, AppError> {
+        retry_cas(|| async move {
+            let now = self.inner.clock.now();
+            let Some(mut e) = self.inner.store.get_entry(&fence.key).await? else { return Ok(false) };
+            let Some(l) = e.lease.as_mut().filter(|l| l.epoch == fence.epoch && l.expires_at > now) else { return Ok(false) };
+            l.expires_at = now + self.lease_len();
+            self.inner.store.put_entry(&e, &[]).await?;
+            Ok(true)
+        })
+        .await
+    }
+
+    /// Renews the lease of `fence` every third of the lease time (by the clock port) until
+    /// the guard is dropped or the lease is lost, so a long model call keeps its lease.
+    pub(in crate::app) fn renew_in_background(&self, fence: &Fence) -> AbortOnDrop {
+        let app = self.clone();
+        let fence = fence.clone();
+        AbortOnDrop(tokio::spawn(async move {
+            let third = app.lease_len() / 3;
+            let mut due = app.inner.clock.now() + third;
+            loop {
+                tokio::time::sleep(RENEW_POLL).await;
+                let now = app.inner.clock.now();
+                if now < due {
+                    continue;
+                }
+                match app.renew_lease(&fence).await {
+                    Ok(true) => due = now + third,
+                    Ok(false) => break,
+                    Err(e) => tracing::warn!(session_key = %fence.key, error = %e, "lease renewal failed; retrying"),
+                }
+            }
+        }))
+    }
+
+    /// Sends `text` along `path` for the turn of `fence`, only if the entry still holds the
+    /// lease right now, and at most once per `(key, epoch, slot)`: a reply-ledger record is
+    /// written before a message that leaves the process. [`lost`] when the lease is gone.
+    pub(in crate::app) async fn send_fenced(
+        &self,
+        entry: &SessionEntry,
+        fence: &Fence,
+        path: ReplyPath,
+        slot: &str,
+        text: &str,
+    ) -> Result<bool, AppError> {
+        if !self.inner.store.get_entry(&fence.key).await?.is_some_and(|e| e.holds(fence)) {
+            tracing::warn!(session_key = %fence.key, epoch = fence.epoch, "lease lost before sending; this turn sends nothing");
+            return Err(lost(&fence.key));
+        }
+        if path == ReplyPath::Origin && self.delivers_to(&entry.origin) && !text.is_empty() {
+            let now = self.inner.clock.now();
+            let ledger = format!("reply:{}:{}:{slot}", fence.key, fence.epoch);
+            if !self.inner.store.use_once(&ledger, now + Duration::days(REPLY_LEDGER_DAYS), now).await? {
+                tracing::warn!(session_key = %fence.key, epoch = fence.epoch, slot, "reply of this turn was sent before; not sending again");
+                return Ok(false);
+            }
+        }
+        Ok(self.reply(&entry.origin, path, text).await)
+    }
+}
