@@ -173,6 +173,17 @@ async fn an_unclean_start_takes_only_this_hosts_leases() {
 }
 
 #[tokio::test]
+async fn an_unclean_start_takes_a_lease_with_its_own_owner_id() {
+    // A container restarted after a crash: same host name, same pid 1.
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
+    let before = store.put_entry(&leased_entry("a", "hostA:1", t0()), &[]).await.unwrap();
+    let a = host_app(&store, "hostA:1");
+    assert!(!a.startup_sweep().await.unwrap(), "no marker of host A: unclean");
+    let now = store.get_entry(&before.session_key).await.unwrap().unwrap();
+    assert_ne!(now.lease, before.lease, "the dead incarnation's lease is taken, not left to expire");
+}
+
+#[tokio::test]
 async fn clean_shutdown_markers_are_per_host() {
     let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
     let a = host_app(&store, "hostA:1");

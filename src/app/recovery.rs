@@ -59,6 +59,11 @@ impl Live {
         }
     }
 
+    /// Whether a turn of this process runs under `token`.
+    pub(crate) fn runs_token(&self, token: &str) -> bool {
+        self.lock().values().any(|(t, _)| t == token)
+    }
+
     /// Turns running in this process.
     pub fn running(&self) -> Vec<(SessionKey, String, Origin)> {
         self.lock().iter().map(|(k, (t, o))| (k.clone(), t.clone(), o.clone())).collect()
@@ -78,6 +83,12 @@ fn pid_alive(pid: u32) -> bool {
 impl App {
     /// Whether a lease is an interrupted turn (see [`recovery::abandoned`]).
     pub(in crate::app) fn lease_abandoned(&self, lease: &Lease, unclean_start: bool) -> bool {
+        // After an unclean exit a restarted process can have the same owner id as the dead
+        // one (a container's pid 1 on the same host name): a lease with our id that no turn
+        // of ours runs is the dead process's.
+        if unclean_start && lease.owner == self.inner.live.owner && !self.inner.live.runs_token(&lease.token) {
+            return true;
+        }
         recovery::abandoned(lease, self.inner.clock.now(), &self.inner.live.owner, pid_alive, unclean_start)
     }
 
