@@ -37,6 +37,11 @@ pub enum Command {
         /// Address to listen on.
         #[arg(long, default_value = "127.0.0.1:8080")]
         listen: String,
+        /// Exit 0 after SECS without inbound requests (`/healthz` does not count), once no turn
+        /// or fire runs and all stored chat work is finished or has a wake armed with the
+        /// timer provider.
+        #[arg(long, value_name = "SECS")]
+        idle_exit: Option<u64>,
     },
     /// Interactive terminal chat on platform `local`.
     Chat,

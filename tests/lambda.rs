@@ -1,7 +1,9 @@
 //! The real binary as a Lambda function, driven through a local implementation of the Lambda
 //! Runtime API (`/2018-06-01/runtime/...`): Function URL and API Gateway events served by the
 //! one router, and EventBridge fire events through the shared fire path. With
-//! `HZ_MOTO_ENDPOINT` (scripts/test.sh), the EventBridge timers are checked against moto too.
+//! `HZ_MOTO_ENDPOINT` (scripts/test.sh), the EventBridge timers are checked against moto too,
+//! and the function also runs on the DynamoDB store there: a message, a fire and its duplicate,
+//! a wake armed for a dead sandbox's turn, and the cold start that recovers it.
 
 #![cfg(feature = "aws")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -416,4 +418,168 @@ async fn lambda_reports_bad_configuration_as_an_init_error() {
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert_eq!(errors[0].0, "Runtime.ConfigError");
     assert!(errors[0].1["errorMessage"].as_str().unwrap().contains("busy_input_mode"), "{errors:?}");
+}
+
+/// Environment variables of a function or CLI run.
+type Envs = Vec<(String, String)>;
+
+/// The DynamoDB store on moto, with EventBridge Scheduler on moto too: a fresh table (created
+/// with `doctor --create-table`) and schedule group. None (with a note) without
+/// `HZ_MOTO_ENDPOINT`; scripts/test.sh always sets it.
+fn moto_dynamodb(tag: &str) -> Option<(Envs, String, String)> {
+    let Some(moto) = std::env::var("HZ_MOTO_ENDPOINT").ok().filter(|e| !e.is_empty()) else {
+        eprintln!("note: HZ_MOTO_ENDPOINT is not set; the Lambda + DynamoDB test is skipped (scripts/test.sh starts moto)");
+        return None;
+    };
+    let table = format!("hz-{tag}-{:08x}", rand::random::<u32>());
+    let group = format!("hz-{tag}-{:08x}", rand::random::<u32>());
+    let envs = [
+        ("HERMES_STORE", "dynamodb"),
+        ("HERMES_DYNAMODB_TABLE", table.as_str()),
+        ("AWS_ENDPOINT_URL_DYNAMODB", moto.as_str()),
+        ("AWS_ENDPOINT_URL_SCHEDULER", moto.as_str()),
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+        ("AWS_REGION", "us-east-1"),
+    ]
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .to_vec();
+    Some((envs, group, moto))
+}
+
+fn as_refs(envs: &[(String, String)]) -> Vec<(&str, &str)> {
+    envs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+}
+
+/// Creates the table of `envs` with `doctor --create-table`.
+fn create_table(home: &std::path::Path, envs: &[(String, String)]) {
+    let out = common::cli(home, &["doctor", "--create-table"], &as_refs(envs));
+    assert!(common::stdout(&out).contains("created DynamoDB table"), "{}{}", common::stdout(&out), common::stderr(&out));
+}
+
+/// A job added with the CLI against the store of `envs`; returns (id, next_run_at).
+fn add_job_in(home: &std::path::Path, envs: &[(String, String)]) -> (String, String) {
+    let envs = as_refs(envs);
+    let out = common::cli(home, &["cron", "add", "every 1h", "summarise the overnight news", "--deliver", "local"], &envs);
+    assert!(out.status.success(), "cron add: {}", common::stderr(&out));
+    let id = common::stdout(&out).trim().to_string();
+    let jobs: Value = serde_json::from_str(&common::stdout(&common::cli(home, &["cron", "list", "--json"], &envs))).unwrap();
+    let job = jobs.as_array().unwrap().iter().find(|j| j["id"] == json!(id)).cloned().unwrap();
+    let next = chrono::DateTime::parse_from_rfc3339(job["next_run_at"].as_str().unwrap()).unwrap().with_timezone(&chrono::Utc);
+    (id, next.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lambda_on_dynamodb_answers_a_message_and_fires_once() {
+    let Some((mut envs, group, _moto)) = moto_dynamodb("lddb") else { return };
+    let llm = FakeLlm::start().await;
+    let home = TempHome::new("lambda-ddb");
+    let extra = format!("cron:\n  eventbridge:\n    group: {group}\n    role_arn: arn:aws:iam::123456789012:role/hz-scheduler\n");
+    home.write("config.yaml", &common::config(Some(&llm), None, &extra));
+    let (job_id, fire_at) = tokio::task::block_in_place(|| {
+        create_table(home.path(), &envs);
+        add_job_in(home.path(), &envs)
+    });
+    envs.push(("HERMES_CLOCK_OFFSET_SECS".into(), "3700".into()));
+    let (api, rapid) = start_rapid().await;
+    let mut f = Function::start(&api, rapid.clone(), home.path(), &as_refs(&envs));
+
+    let (_, resp) = f.invoke(function_url("GET", "/healthz", json!({}), None, false)).await;
+    assert_eq!(body_json(&resp)["store"], json!("dynamodb"), "{resp}");
+
+    // A message turn, stored in DynamoDB.
+    let auth = json!({"content-type": "application/json", "authorization": format!("Bearer {API_KEY}")});
+    let msg = json!({"chat_id": "c1", "user_id": "u1", "text": "hello from dynamodb", "message_id": "m-1"}).to_string();
+    let (_, resp) = f.invoke(function_url("POST", "/api/messages", auth.clone(), Some(msg.clone()), false)).await;
+    assert_eq!(resp["statusCode"], json!(200), "{resp}");
+    let reply = body_json(&resp);
+    assert_eq!(reply["reply"], json!("echo: hello from dynamodb"), "{reply}");
+    let (_, resp) =
+        f.invoke(function_url("GET", &format!("/api/sessions/{}", reply["session_id"].as_str().unwrap()), auth.clone(), None, false)).await;
+    let roles: Vec<Value> = body_json(&resp)["messages"].as_array().unwrap().iter().map(|m| m["role"].clone()).collect();
+    assert_eq!(roles, vec![json!("user"), json!("assistant")], "{resp}");
+    // The platform retry of the same message id is a duplicate (the dedupe record is in the table).
+    let (_, resp) = f.invoke(function_url("POST", "/api/messages", auth.clone(), Some(msg), false)).await;
+    assert_eq!(body_json(&resp)["duplicate"], json!(true), "{resp}");
+    assert_eq!(llm.calls(), 1);
+
+    // A fire runs once through the DynamoDB claim; the repeated event is a duplicate.
+    let fire = json!({"hermes_zero_fire": {"job_id": job_id, "fire_at": fire_at}});
+    let (kind, resp) = f.invoke(fire.clone()).await;
+    assert_eq!(kind, "response", "{resp}");
+    assert_eq!((resp["status"].clone(), resp["run_status"].clone()), (json!("ok"), json!("ok")), "{resp}");
+    assert_eq!(llm.calls(), 2);
+    assert!(common::last_user(&llm.requests()[1]).contains("summarise the overnight news"));
+    let (_, resp) = f.invoke(fire).await;
+    assert_eq!(resp, json!({"status": "duplicate"}));
+    assert_eq!(llm.calls(), 2, "the duplicate fire ran nothing");
+    let runs = tokio::task::block_in_place(|| common::cli(home.path(), &["cron", "runs", &job_id, "--json"], &as_refs(&envs)));
+    let runs: Value = serde_json::from_str(&common::stdout(&runs)).unwrap();
+    assert_eq!(runs.as_array().map(Vec::len), Some(1), "one run recorded: {runs}");
+    assert!(rapid.init_errors.lock().unwrap().is_empty());
+}
+
+/// A sandbox dies mid-turn (SIGKILL while the model call runs): the user's message is stored
+/// with the dead sandbox's lease. Another sandbox, before the lease expires, leaves the work to
+/// a one-shot EventBridge wake (the watchdog event) at the lease's expiry; a cold start after
+/// it expired recovers the turn and answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lambda_on_dynamodb_wakes_and_recovers_a_turn_whose_sandbox_died() {
+    let Some((envs, group, moto)) = moto_dynamodb("lrec") else { return };
+    let llm = FakeLlm::start().await;
+    let home = TempHome::new("lambda-ddb-rec");
+    let extra = format!("cron:\n  eventbridge:\n    group: {group}\n    role_arn: arn:aws:iam::123456789012:role/hz-scheduler\n");
+    home.write("config.yaml", &common::config(Some(&llm), None, &extra));
+    tokio::task::block_in_place(|| create_table(home.path(), &envs));
+    let with = |stream: &str, offset: &str| {
+        let mut e = envs.clone();
+        e.push(("AWS_LAMBDA_LOG_STREAM_NAME".into(), stream.into()));
+        e.push(("HERMES_CLOCK_OFFSET_SECS".into(), offset.into()));
+        e
+    };
+    let auth = json!({"content-type": "application/json", "authorization": format!("Bearer {API_KEY}")});
+
+    // Sandbox A takes the turn and dies during the model call.
+    llm.set_delay(30_000);
+    let (api, rapid) = start_rapid().await;
+    let mut a = Function::start(&api, rapid.clone(), home.path(), &as_refs(&with("2026/12/01/[$LATEST]aaaa", "0")));
+    let msg = json!({"chat_id": "c9", "user_id": "u1", "text": "remember the milk", "message_id": "m-9"}).to_string();
+    rapid.queue.lock().unwrap().push_back(("dies".into(), function_url("POST", "/api/messages", auth.clone(), Some(msg), false)));
+    assert!(common::wait_until(20, || llm.calls() == 1).await, "sandbox A never reached the model");
+    a.child.kill().ok();
+    a.child.wait().ok();
+    llm.set_delay(0);
+
+    // Sandbox B (another sandbox, lease still live): nothing to take over yet, so after its
+    // invocation it arms a wake for the lease's expiry.
+    let (api, rapid) = start_rapid().await;
+    let mut b = Function::start(&api, rapid.clone(), home.path(), &as_refs(&with("2026/12/01/[$LATEST]bbbb", "0")));
+    let (_, resp) = b.invoke(function_url("GET", "/healthz", json!({}), None, false)).await;
+    assert_eq!(resp["statusCode"], json!(200), "{resp}");
+    b.settled().await;
+    let wakes: Vec<(String, String)> = moto_schedules(&moto, &group).await.into_iter().filter(|(n, _)| n.starts_with("hzwake-")).collect();
+    assert_eq!(wakes.len(), 1, "one wake for the stored turn: {wakes:?}");
+    assert_eq!(wakes[0].1, FUNCTION_ARN);
+    assert_eq!(llm.calls(), 1, "a live lease is not taken over");
+    drop(b);
+
+    // Sandbox C starts after the lease expired (the wake's time): its cold start, or the
+    // watchdog event the wake sends, resumes the turn.
+    let (api, rapid) = start_rapid().await;
+    let mut c = Function::start(&api, rapid.clone(), home.path(), &as_refs(&with("2026/12/01/[$LATEST]cccc", "3700")));
+    let (kind, resp) = c.invoke(json!({"hermes_zero_tick": {}})).await;
+    assert_eq!((kind, resp), ("response", json!({"status": "ok"})));
+    c.settled().await;
+    assert!(common::wait_until(20, || llm.calls() == 2).await, "the interrupted turn was not resumed");
+    let resumed = &llm.requests()[1];
+    assert!(resumed.to_string().contains("interrupted by a gateway restart"), "a resume turn: {resumed}");
+    let (_, resp) = c.invoke(function_url("GET", "/api/sessions", auth.clone(), None, false)).await;
+    let sessions = body_json(&resp);
+    let id = sessions["sessions"].as_array().and_then(|s| s.first()).map(|s| s["session_id"].as_str().unwrap().to_string());
+    let id = id.unwrap_or_else(|| panic!("no session: {sessions}"));
+    let (_, resp) = c.invoke(function_url("GET", &format!("/api/sessions/{id}"), auth, None, false)).await;
+    let show = body_json(&resp);
+    assert_eq!(common::user_texts(&show), vec!["remember the milk".to_string()], "the message was stored once: {show}");
+    let last = show["messages"].as_array().unwrap().last().cloned().unwrap();
+    assert_eq!(last["role"], json!("assistant"), "the resumed turn answered: {show}");
 }

@@ -86,6 +86,7 @@ impl App {
     /// Fires the occurrence `fire_at` (default: the job's `next_run_at`) of a job.
     #[tracing::instrument(skip(self), fields(occurrence))]
     pub(in crate::app) async fn fire(&self, job_id: &str, fire_at: Option<DateTime<Utc>>, trigger: &str) -> Result<FireStatus, AppError> {
+        let _running = self.inner.fires.enter();
         let Claimed { job: claimed, occ, decision } = match retry_cas(|| self.claim_due(job_id, fire_at)).await? {
             Step::Done(status) => return Ok(status),
             Step::Claimed(c) => *c,
@@ -169,6 +170,7 @@ impl App {
     /// same claim; the schedule is not advanced. A second manual run within the same second
     /// takes the next free second (each manual run is its own occurrence).
     pub(in crate::app) async fn run_now(&self, job_id: &str) -> Result<FireStatus, AppError> {
+        let _running = self.inner.fires.enter();
         let bump = std::sync::atomic::AtomicI64::new(0);
         let (claimed, occ) = retry_cas(|| async {
             let Some(job) = self.inner.store.get_job(job_id).await? else { return Err(AppError::NotFound(format!("no job `{job_id}`"))) };

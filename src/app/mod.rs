@@ -28,6 +28,7 @@ mod services;
 mod status;
 pub mod tools;
 mod turns;
+mod wake;
 
 pub use fire::FireStatus;
 pub use inbound::{Inbound, Outcome, REFUSAL, ReplyPath};
@@ -36,6 +37,7 @@ pub use memory::Memory;
 pub use services::{Jobs, Recovery, Reset, Sessions};
 pub use status::LAST_TICK_KEY;
 pub use tools::job_view;
+pub use wake::Wake;
 
 use crate::config::Loaded;
 use crate::core::ids::{KeyRules, Origin};
@@ -74,6 +76,8 @@ pub(in crate::app) struct Inner {
     pub(in crate::app) tools: Arc<tools::ToolRegistry>,
     /// The fire-token verifier, built once (its JWKS cache lives with the process).
     pub(in crate::app) fire_auth: fire_token::FireAuth,
+    /// Fires running in this process (for the idle check).
+    pub(in crate::app) fires: wake::Fires,
 }
 
 /// What an [`App`] is built from: settings and adapters, chosen once at wiring time.
@@ -129,7 +133,21 @@ impl App {
         if let Some(owner) = owner {
             live.owner = owner;
         }
-        Self { inner: Arc::new(Inner { cfg, home, store, llm, delivery, timers, clock, live, tools, fire_auth }) }
+        Self {
+            inner: Arc::new(Inner {
+                cfg,
+                home,
+                store,
+                llm,
+                delivery,
+                timers,
+                clock,
+                live,
+                tools,
+                fire_auth,
+                fires: wake::Fires::default(),
+            }),
+        }
     }
 
     /// The session-key switches from settings.

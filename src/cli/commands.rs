@@ -13,10 +13,10 @@ use std::process::ExitCode;
 /// Runs one command.
 pub async fn dispatch(cmd: Command, home: PathBuf, cfg: Loaded) -> anyhow::Result<ExitCode> {
     match cmd {
-        Command::Serve { listen } => {
+        Command::Serve { listen, idle_exit } => {
             let wired = runtime::wire(&home, cfg).await?;
             let listener = tokio::net::TcpListener::bind(&listen).await.with_context(|| format!("cannot listen on {listen}"))?;
-            runtime::serve::run(listener, wired, runtime::serve::shutdown_signal()).await?;
+            runtime::serve::run(listener, wired, runtime::serve::shutdown_signal(), idle_exit.map(std::time::Duration::from_secs)).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Chat => chat(runtime::build_app(&home, cfg).await?).await,

@@ -78,6 +78,18 @@ pub fn fire_input(job_id: &str, fire_at: DateTime<Utc>) -> String {
     serde_json::json!({"hermes_zero_fire": {"job_id": job_id, "fire_at": fire_at}}).to_string()
 }
 
+/// Prefix of wake schedules (docs/design.md#wakes): `hzwake-<YYYYMMDDTHHMMSSZ>`. Not under
+/// [`NAME_PREFIX`], so job reconciliation never sees (or deletes) them.
+pub const WAKE_PREFIX: &str = "hzwake-";
+
+/// The schedule name of a wake at `at`.
+pub fn wake_name(at: DateTime<Utc>) -> String {
+    format!("{WAKE_PREFIX}{}", at.format("%Y%m%dT%H%M%SZ"))
+}
+
+/// The input of a wake schedule: the watchdog event, one ticker pass (sweep, overdue jobs).
+pub const WAKE_INPUT: &str = r#"{"hermes_zero_tick":{}}"#;
+
 /// The `Timers` port on EventBridge Scheduler.
 pub struct EventBridgeTimers {
     group: String,
@@ -173,20 +185,26 @@ impl EventBridgeTimers {
 
     /// Creates an occurrence's schedule; false if it already existed.
     async fn create(&self, c: &Client, job_id: &str, fire_at: DateTime<Utc>) -> Result<bool, TimerError> {
+        let (name, input) = (schedule_name(job_id, fire_at), fire_input(job_id, fire_at));
+        self.create_one_shot(c, &name, fire_at, input, format!("hermes-zero job {job_id}")).await
+    }
+
+    /// Creates a one-shot `at()` schedule invoking the target with `input`; false if a
+    /// schedule of that name already existed.
+    async fn create_one_shot(&self, c: &Client, name: &str, at: DateTime<Utc>, input: String, what: String) -> Result<bool, TimerError> {
         let refused = |e: aws_sdk_scheduler::error::BuildError| TimerError::Refused(e.to_string());
-        let target =
-            Target::builder().arn(self.target()?).role_arn(&self.role_arn).input(fire_input(job_id, fire_at)).build().map_err(refused)?;
+        let target = Target::builder().arn(self.target()?).role_arn(&self.role_arn).input(input).build().map_err(refused)?;
         let window = FlexibleTimeWindow::builder().mode(FlexibleTimeWindowMode::Off).build().map_err(refused)?;
         let res = c
             .create_schedule()
-            .name(schedule_name(job_id, fire_at))
+            .name(name)
             .group_name(&self.group)
-            .schedule_expression(at_expression(fire_at, self.clock.now()))
+            .schedule_expression(at_expression(at, self.clock.now()))
             .schedule_expression_timezone("UTC")
             .flexible_time_window(window)
             .action_after_completion(ActionAfterCompletion::Delete)
             .target(target)
-            .description(format!("hermes-zero job {job_id}"))
+            .description(what)
             .send()
             .await;
         match res {
@@ -291,6 +309,14 @@ impl Timers for EventBridgeTimers {
             }
         }
         Ok(report)
+    }
+
+    /// Creates the one-shot schedule `hzwake-<at>` with the watchdog event as its input
+    /// (at least a minute ahead, like every `at()`); an existing one of that name is fine.
+    async fn arm_wake(&self, at: DateTime<Utc>) -> Result<bool, TimerError> {
+        let c = self.ready().await?;
+        self.create_one_shot(c, &wake_name(at), at, WAKE_INPUT.to_string(), "hermes-zero wake for stored chat work".into()).await?;
+        Ok(true)
     }
 }
 

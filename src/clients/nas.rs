@@ -4,7 +4,7 @@
 
 use crate::clients::{describe, http_client};
 use crate::core::job::{Job, Occurrence};
-use crate::ports::{ReconcileReport, TimerError, Timers};
+use crate::ports::{ReconcileReport, TimerError, Timers, WAKE_ID};
 use async_trait::async_trait;
 use chrono::{DateTime, SecondsFormat, Utc};
 use secrecy::{ExposeSecret, SecretString};
@@ -145,10 +145,17 @@ impl Timers for ChronosTimers {
                 (None, None) => {}
             }
         }
-        for id in armed.keys().filter(|id| !jobs.iter().any(|j| &j.id == *id)) {
+        // The wake timer is no job's: it stays until it fires.
+        for id in armed.keys().filter(|id| *id != WAKE_ID && !jobs.iter().any(|j| &j.id == *id)) {
             self.nas.cancel(id).await?;
             report.cancelled += 1;
         }
         Ok(report)
+    }
+
+    /// Provisions the timer [`WAKE_ID`] (upserted: one wake per deployment; the callback
+    /// sweeps everything stored, so the latest arm is the one that counts).
+    async fn arm_wake(&self, at: DateTime<Utc>) -> Result<bool, TimerError> {
+        self.nas.provision(&Occurrence::new(WAKE_ID, at), &self.callback).await.map(|()| true)
     }
 }

@@ -17,9 +17,12 @@ pub const ONE_SHOT_GRACE_SECS: i64 = 120;
 /// How long completed jobs are kept.
 pub const COMPLETED_RETENTION_DAYS: i64 = 7;
 
-/// A job id: 1–64 of `[A-Za-z0-9_.-]`.
+/// A job id: 1–64 of `[A-Za-z0-9_.-]`, except the reserved wake id (`core::timers::WAKE_ID`).
 pub fn valid_id(id: &str) -> bool {
-    !id.is_empty() && id.len() <= 64 && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+    !id.is_empty()
+        && id.len() <= 64
+        && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        && id != crate::core::timers::WAKE_ID
 }
 
 /// A fresh random job id.

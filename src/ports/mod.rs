@@ -21,7 +21,7 @@ pub use llm::{ChatRequest, ChatResponse, Llm, LlmError, ToolSpec};
 pub use store::{
     Appended, Claim, InboundId, JobStore, LedgerStore, MetaStore, QueueStore, QueuedItem, SessionChange, SessionStore, Store, StoreError,
 };
-pub use timers::{PollingTimers, ReconcileReport, TimerError, TimerProvider, Timers};
+pub use timers::{PollingTimers, ReconcileReport, TimerError, TimerProvider, Timers, WAKE_ID};
 
 use chrono::{DateTime, Utc};
 use std::sync::Mutex;

@@ -2,8 +2,9 @@
 //! provider that arms nothing because the ticker polls the store. Adapters live in `clients/`.
 
 use crate::core::job::Job;
-pub use crate::core::timers::TimerProvider;
+pub use crate::core::timers::{TimerProvider, WAKE_ID};
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 /// Timer-provider failures, classified once.
@@ -47,7 +48,16 @@ pub trait Timers: Send + Sync {
     async fn cancel(&self, job_id: &str) -> Result<(), TimerError>;
 
     /// Compares the desired timers (`jobs`) with the provider's and fixes the difference.
+    /// The wake timer ([`Timers::arm_wake`]) is not a job's and is left alone.
     async fn reconcile(&self, jobs: &[Job]) -> Result<ReconcileReport, TimerError>;
+
+    /// Arms a one-shot wake at `at` for stored chat work (docs/design.md#wakes): its callback
+    /// runs a recovery sweep (Chronos: the fire callback with `job_id` = [`WAKE_ID`];
+    /// EventBridge: the watchdog event `{"hermes_zero_tick":{}}`). Returns false when the
+    /// provider arms nothing (the built-in ticker: only a running process polls the store).
+    async fn arm_wake(&self, _at: DateTime<Utc>) -> Result<bool, TimerError> {
+        Ok(false)
+    }
 }
 
 /// The built-in provider: nothing to arm, the ticker finds due jobs in the store.

@@ -14,7 +14,9 @@
 //! would stall. A layer around the runtime therefore waits, *after* the response has been
 //! posted and before the next event is requested, until no turn runs in this process — bounded
 //! by the invocation deadline minus a margin. What is still running then resumes on a later
-//! invocation, or is recovered from its expired lease by a later sweep.
+//! invocation, or is recovered from its expired lease by a later sweep. Before the sandbox
+//! freezes, stored chat work that is left gets a one-shot wake from the timer provider
+//! (EventBridge: a schedule sending the watchdog event; docs/design.md#wakes).
 //!
 //! Knows the Lambda event shapes and runtime protocol; the use cases know nothing of Lambda.
 
@@ -50,6 +52,8 @@ const DEADLINE_MARGIN: Duration = Duration::from_secs(10);
 /// but not seen by the caller, who already has the response).
 const QUIET_POLLS: u32 = 3;
 const POLL: Duration = Duration::from_millis(50);
+/// Bound of arming a wake after an invocation (taken from the deadline margin).
+const WAKE_BUDGET: Duration = Duration::from_secs(5);
 /// Key of the fire event.
 const FIRE_KEY: &str = "hermes_zero_fire";
 /// Key of the watchdog event: one ticker pass (sweep, overdue jobs, reconcile).
@@ -298,8 +302,24 @@ where
                     "turns still running at the invocation deadline; they resume later or are recovered from their leases"
                 );
             }
+            arm_wake(&app).await;
             result
         })
+    }
+}
+
+/// Before the sandbox freezes: stored chat work that is left (queued, marked for resume, a
+/// lease a frozen turn may never renew) gets a one-shot wake from the timer provider
+/// (docs/design.md#wakes), so it does not wait for the next message or the watchdog.
+async fn arm_wake(app: &App) {
+    match tokio::time::timeout(WAKE_BUDGET, app.recovery().arm_wake(false)).await {
+        Ok(Ok(crate::app::Wake::Unarmed(at))) => {
+            tracing::warn!(wake_at = %at, "stored chat work waits and no timer provider can wake this function for it")
+        }
+        // Armed, nothing needed, or a failure the arm logged.
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => tracing::error!(error = %e, "could not look for stored chat work before freezing"),
+        Err(_) => tracing::error!("arming a wake for stored chat work timed out"),
     }
 }
 

@@ -1,5 +1,6 @@
 //! Runtimes: wiring adapters into an [`App`] once per process, and the long-running `serve`.
 
+pub mod idle;
 #[cfg(feature = "aws")]
 pub mod lambda;
 pub mod private;

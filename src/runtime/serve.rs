@@ -1,13 +1,16 @@
-//! `hermes-zero serve`: the HTTP router on a listener, graceful stop on SIGTERM/SIGINT.
+//! `hermes-zero serve`: the HTTP router on a listener, graceful stop on SIGTERM/SIGINT or
+//! after `--idle-exit SECS` idle.
 //! Takes its resources (listener, app and channels, shutdown future) as arguments.
 
-use crate::app::App;
+use crate::app::{App, Wake};
 use crate::http::{HttpState, router};
 use crate::runtime::Wired;
+use crate::runtime::idle::Activity;
 use rand::Rng;
 use secrecy::SecretString;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::net::TcpListener;
 
 /// Returns the API key: `API_SERVER_KEY` if set, else the one in `<home>/api_key`, created
@@ -47,10 +50,17 @@ pub async fn shutdown_signal() {
     tokio::select! { () = ctrl_c => {}, () = term => {} }
 }
 
-/// Serves the router on `listener` until `shutdown` resolves, with the built-in ticker.
-/// On shutdown: stop taking turns, notify and mark running sessions, drain for up to
-/// `restart_drain_timeout`, and write the clean-shutdown marker only if the drain finished.
-pub async fn run(listener: TcpListener, wired: Wired, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+/// Serves the router on `listener` until `shutdown` resolves (or, with `idle_exit`, until the
+/// process has been idle that long: see [`super::idle`]), with the built-in ticker. On
+/// stopping: stop taking turns, notify and mark running sessions, drain for up to
+/// `restart_drain_timeout`, write the clean-shutdown marker only if the drain finished, and
+/// arm a wake for stored chat work that is left (docs/design.md#wakes).
+pub async fn run(
+    listener: TcpListener,
+    wired: Wired,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    idle_exit: Option<Duration>,
+) -> anyhow::Result<()> {
     let Wired { app, channels } = wired;
     let key = api_key(&app)?;
     let addr = listener.local_addr()?;
@@ -67,23 +77,49 @@ pub async fn run(listener: TcpListener, wired: Wired, shutdown: impl Future<Outp
     app.recovery().reconcile_if_managed().await;
     app.recovery().startup_sweep().await?;
     let ticker = tokio::spawn(super::ticker::run(app.clone()));
-    tracing::info!(%addr, store = app.store_kind(), model = app.model_name(), "hermes-zero listening");
+    tracing::info!(%addr, store = app.store_kind(), model = app.model_name(), idle_exit_secs = idle_exit.map(|d| d.as_secs()), "hermes-zero listening");
     println!("hermes-zero listening on http://{addr}");
+    let activity = Arc::new(Activity::default());
+    let routes = router(state).layer(axum::middleware::from_fn_with_state(activity.clone(), super::idle::track));
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(async move {
-        axum::serve(listener, router(state))
+        axum::serve(listener, routes)
             .with_graceful_shutdown(async move {
                 let _ = stop_rx.await;
             })
             .await
     });
-    shutdown.await;
-    tracing::info!("shutdown requested: draining running turns");
+    let idle = async {
+        match idle_exit {
+            Some(d) => super::idle::wait(&app, &activity, d).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        () = shutdown => tracing::info!("shutdown requested: draining running turns"),
+        () = idle => tracing::info!(idle_secs = idle_exit.map(|d| d.as_secs()), "idle: stopping"),
+    }
     ticker.abort();
     app.recovery().begin_shutdown().await;
     let _ = stop_tx.send(());
     let drained = app.recovery().finish_shutdown().await;
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), server).await;
+    let _ = tokio::time::timeout(Duration::from_secs(2), server).await;
+    arm_leftover_wake(&app).await;
     tracing::info!(clean = drained, "hermes-zero stopped");
     Ok(())
+}
+
+/// After the drain: arms a wake for the stored chat work that is left (turns the drain cut,
+/// queued messages), this process's leases counting as abandoned now.
+async fn arm_leftover_wake(app: &App) {
+    match app.recovery().arm_wake(true).await {
+        Ok(Wake::NotNeeded | Wake::Armed(_)) => {}
+        Ok(Wake::Unarmed(at)) => tracing::warn!(
+            wake_at = %at,
+            "stored chat work waits and the built-in ticker stops with this process: it runs at the next start (configure Chronos to be woken)"
+        ),
+        // Logged by the arm.
+        Ok(Wake::Failed(..)) => {}
+        Err(e) => tracing::error!(error = %e, "could not look for stored chat work before stopping"),
+    }
 }

@@ -1,6 +1,7 @@
 //! [`Recovery`]: sweeps, the ticker's pass, shutdown and drain.
 
-use crate::app::{App, AppError, LAST_TICK_KEY};
+use crate::app::{App, AppError, LAST_TICK_KEY, Wake};
+use chrono::{DateTime, Utc};
 use std::time::Duration;
 
 /// Restart recovery, the periodic tick, and the clean-shutdown protocol. Cheap to clone.
@@ -66,5 +67,27 @@ impl Recovery {
     /// How many turns run in this process now.
     pub fn running_turns(&self) -> usize {
         self.app.inner.live.running().len()
+    }
+
+    /// How many fires (job runs) run in this process now.
+    pub fn running_fires(&self) -> usize {
+        self.app.inner.fires.running()
+    }
+
+    /// When stored chat work next needs a process (docs/design.md#wakes), or None. With
+    /// `exiting`, this process's own leases count as abandoned now.
+    pub async fn stored_wake(&self, exiting: bool) -> Result<Option<DateTime<Utc>>, AppError> {
+        self.app.stored_wake(exiting).await
+    }
+
+    /// Arms the timer provider's one-shot wake for stored chat work, if any waits.
+    pub async fn arm_wake(&self, exiting: bool) -> Result<Wake, AppError> {
+        self.app.arm_stored_wake(exiting).await
+    }
+
+    /// Whether the enabled jobs depend on this process's built-in ticker (no provider would
+    /// wake a stopped process for them).
+    pub async fn ticker_holds_jobs(&self) -> Result<bool, AppError> {
+        self.app.ticker_holds_jobs().await
     }
 }

@@ -174,3 +174,25 @@ async fn reconcile_creates_missing_and_deletes_extra() {
     let again = t.reconcile(&jobs).await.unwrap();
     assert_eq!((again.armed, again.cancelled, again.unchanged), (0, 0, 3));
 }
+
+#[tokio::test]
+async fn a_wake_is_a_one_shot_watchdog_schedule_that_reconcile_leaves_alone() {
+    let Some(ep) = moto("a_wake_is_a_one_shot_watchdog_schedule_that_reconcile_leaves_alone") else { return };
+    let (t, c, group) = adapter(&ep);
+    let at = future(1);
+    assert!(t.arm_wake(at).await.unwrap());
+    assert!(t.arm_wake(at).await.unwrap(), "arming the same wake again is fine");
+    let name = wake_name(at);
+    assert_eq!(names(&c, &group).await, vec![name.clone()]);
+    let s = c.get_schedule().name(&name).group_name(&group).send().await.unwrap();
+    assert_eq!(s.schedule_expression(), Some(format!("at({})", at.format("%Y-%m-%dT%H:%M:%S")).as_str()));
+    assert_eq!(s.action_after_completion(), Some(&ActionAfterCompletion::Delete));
+    let target = s.target().unwrap();
+    assert_eq!(target.arn(), TARGET);
+    let input: serde_json::Value = serde_json::from_str(target.input().unwrap()).unwrap();
+    assert_eq!(input, serde_json::json!({"hermes_zero_tick": {}}));
+    // The wake is no job's: a reconcile (here, of no jobs at all) keeps it.
+    let r = t.reconcile(&[]).await.unwrap();
+    assert_eq!((r.armed, r.cancelled), (0, 0));
+    assert_eq!(names(&c, &group).await, vec![name]);
+}

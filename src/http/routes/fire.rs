@@ -1,5 +1,6 @@
 //! `POST /api/cron/fire`: the Chronos fire callback. Token checks first (401 `invalid fire
-//! token`, no detail), then the shared fire path; sync by default, 202 in async mode.
+//! token`, no detail), then the shared fire path; sync by default, 202 in async mode. The
+//! reserved wake id runs a recovery sweep instead (docs/design.md#wakes).
 
 use crate::http::HttpState;
 use crate::http::error::ApiError;
@@ -35,6 +36,12 @@ pub async fn fire(
     if !claims.allows(&job_id) {
         tracing::warn!(%job_id, "fire token rejected: its job_id does not match the body");
         return Err(FireTokenRejection::response());
+    }
+    if job_id == crate::ports::WAKE_ID {
+        // A wake for stored chat work (docs/design.md#wakes): one recovery sweep; the turns it
+        // starts keep the process busy (and Lambda settling) until they finish.
+        let woken = s.app.recovery().sweep(false, false).await?;
+        return Ok(Json(json!({"status": "ok", "woken": woken})).into_response());
     }
     let fire_at = match body.fire_at.as_deref() {
         None | Some("") => None,
