@@ -53,15 +53,19 @@ fn command(home: &Path, args: &[&str], log: &str) -> Command {
 
 fn serve(home: &Path) -> Logged {
     let child = command(home, &["serve", "--listen", "127.0.0.1:0"], "serve").stdin(Stdio::null()).spawn().unwrap();
+    let mut gw = Logged { child, base: String::new() };
     let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
+    while gw.base.is_empty() {
         let out = std::fs::read_to_string(home.join("serve.out")).unwrap_or_default();
-        if let Some(addr) = out.split("listening on ").nth(1).and_then(|r| r.split_whitespace().next()) {
-            return Logged { child, base: addr.to_string() };
+        match out.split("listening on ").nth(1).and_then(|r| r.split_whitespace().next()) {
+            Some(addr) => gw.base = addr.to_string(),
+            None => {
+                assert!(Instant::now() < deadline, "no listening line:\n{out}");
+                std::thread::sleep(Duration::from_millis(50));
+            }
         }
-        assert!(Instant::now() < deadline, "no listening line:\n{out}");
-        std::thread::sleep(Duration::from_millis(50));
     }
+    gw
 }
 
 /// Runs a CLI command to completion (bounded by the command itself), logging to files.
@@ -162,9 +166,8 @@ platforms:\n  telegram:\n    api_base: {}\n    allowed_users: ['42']\n  discord:
     for (name, value) in all {
         // The JWT's signature part is the secret-bearing piece a log could print alone.
         let needle = value.rsplit('.').next().unwrap();
-        for line in logs.lines().filter(|l| l.contains(needle)) {
-            panic!("{name} appears in a log line: {line}");
-        }
+        let leaked = logs.lines().find(|l| l.contains(needle));
+        assert!(leaked.is_none(), "{name} appears in a log line: {}", leaked.unwrap_or_default());
         assert!(!answers.contains(needle), "{name} appears in an HTTP answer:\n{answers}");
     }
 }
