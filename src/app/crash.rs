@@ -2,13 +2,19 @@
 //! SIGKILL: no unwinding, no cleanup) when it reaches that named point;
 //! `HERMES_CRASH_AT=<point>#<n>` aborts on the n-th time the point is reached (n ≥ 1), so a
 //! crash can land in the middle of a drain. Used by the crash suite (tests/crash.rs) to check
-//! the invariants of docs/design.md#guarantees. Unset in normal use: after the first call a
-//! point costs one `OnceLock` read and, only for the named point, one atomic increment.
+//! the invariants of docs/design.md#guarantees. After the first call a point costs one
+//! `OnceLock` read and, only for the named point, one atomic increment.
+//!
+//! Only builds with the `testing` cargo feature read the variable; without it (every release
+//! build) [`crash_point`] is an empty inline function and the variable has no effect.
 
+#[cfg(feature = "testing")]
 use std::sync::OnceLock;
+#[cfg(feature = "testing")]
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The parsed `HERMES_CRASH_AT`: the point's name and the hit that aborts.
+#[cfg(feature = "testing")]
 fn target() -> Option<&'static (String, u64)> {
     static AT: OnceLock<Option<(String, u64)>> = OnceLock::new();
     AT.get_or_init(|| std::env::var("HERMES_CRASH_AT").ok().and_then(|s| parse(&s))).as_ref()
@@ -16,6 +22,7 @@ fn target() -> Option<&'static (String, u64)> {
 
 /// `<point>` or `<point>#<n>`; an empty name or a hit count that is not a positive number
 /// disables the crash (it never aborts on a typo'd count).
+#[cfg(feature = "testing")]
 fn parse(s: &str) -> Option<(String, u64)> {
     let (name, n) = match s.rsplit_once('#') {
         Some((name, n)) => (name, n.parse::<u64>().ok().filter(|n| *n >= 1)?),
@@ -24,7 +31,9 @@ fn parse(s: &str) -> Option<(String, u64)> {
     (!name.is_empty()).then(|| (name.to_string(), n))
 }
 
-/// Aborts the process if `HERMES_CRASH_AT` names `point` and this is the chosen hit.
+/// Aborts the process if `HERMES_CRASH_AT` names `point` and this is the chosen hit
+/// (`testing` builds only).
+#[cfg(feature = "testing")]
 pub fn crash_point(point: &str) {
     static HITS: AtomicU64 = AtomicU64::new(0);
     if let Some((name, n)) = target()
@@ -36,7 +45,12 @@ pub fn crash_point(point: &str) {
     }
 }
 
-#[cfg(test)]
+/// Does nothing: this build has no `testing` feature, so `HERMES_CRASH_AT` is ignored.
+#[cfg(not(feature = "testing"))]
+#[inline(always)]
+pub fn crash_point(_point: &str) {}
+
+#[cfg(all(test, feature = "testing"))]
 mod tests {
     use super::parse;
 

@@ -1,9 +1,9 @@
 //! Job delivery (docs/design.md#delivery): resolving `deliver` targets, and sending through the ledger
-//! keyed by `(occurrence, target)` so a message is never sent twice.
+//! keyed by `(occurrence, target)` and by each part of a long message, so nothing is sent twice.
 
 use crate::app::App;
 use crate::core::job::{DeliveryResult, Job, Occurrence};
-use crate::ports::Target;
+use crate::ports::{DeliveryError, Target};
 
 /// A resolved delivery target.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,7 +90,7 @@ impl App {
                 }
             }
             crate::app::crash::crash_point("delivery:ledger_begun");
-            let sent = self.inner.delivery.send(&target, text).await;
+            let sent = self.send_parts(occ, &key, &target, text).await;
             crate::app::crash::crash_point("delivery:sent");
             let status = if sent.is_ok() { "sent" } else { "failed" };
             if let Err(e) = self.inner.store.ledger_finish(occ, &key, status, self.inner.clock.now()).await {
@@ -101,10 +101,47 @@ impl App {
                 Ok(()) => results.push(res("sent", None)),
                 Err(e) => {
                     tracing::error!(job_id = %job.id, target = %label, error = %e, "job delivery failed");
-                    results.push(res("failed", Some(e.to_string())));
+                    results.push(res("failed", Some(e)));
                 }
             }
         }
         results
     }
+
+    /// Sends the parts of `text` (split to the platform's limit), each recorded in the ledger
+    /// as `<key>#<n>` before it is sent, so no retry or re-run sends a part twice
+    /// (docs/design.md#delivery). A part whose outcome is unknown is not sent again and the
+    /// rest still go out; any other failure stops the delivery there.
+    async fn send_parts(&self, occ: &Occurrence, key: &str, target: &Target, text: &str) -> Result<(), String> {
+        let parts = self.inner.delivery.parts(target, text).map_err(|e| e.to_string())?;
+        let total = parts.len();
+        let mut unknown = Vec::new();
+        for (i, part) in parts.iter().enumerate() {
+            let part_key = format!("{key}#{}", i + 1);
+            match self.inner.store.ledger_begin(occ, &part_key, self.inner.clock.now()).await {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(e) => return Err(format!("ledger: {e}")),
+            }
+            let sent = self.inner.delivery.send_part(target, part).await;
+            let status = match &sent {
+                Ok(()) => "sent",
+                Err(DeliveryError::Unknown(_)) => "unknown",
+                Err(_) => "failed",
+            };
+            if let Err(e) = self.inner.store.ledger_finish(occ, &part_key, status, self.inner.clock.now()).await {
+                tracing::warn!(job_id = %occ.job_id, error = %e, "could not update the delivery ledger");
+            }
+            match sent {
+                Ok(()) => {}
+                Err(e @ DeliveryError::Unknown(_)) => unknown.push(format!("part {} of {total}: {e}", i + 1)),
+                Err(e) => return Err(if total > 1 { format!("part {} of {total}: {e}", i + 1) } else { e.to_string() }),
+            }
+        }
+        if unknown.is_empty() { Ok(()) } else { Err(unknown.join("; ")) }
+    }
 }
+
+#[cfg(test)]
+#[path = "deliver_tests.rs"]
+mod tests;

@@ -52,6 +52,11 @@ impl Channels {
         self.list.iter().find(|c| c.name() == name)
     }
 
+    /// The channel of `target`'s platform.
+    fn channel(&self, target: &Target) -> Result<&Arc<dyn Channel>, DeliveryError> {
+        self.get(&target.platform).ok_or_else(|| DeliveryError::NotConfigured(target.platform.clone()))
+    }
+
     /// All channels, in registration order.
     pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn Channel>> {
         self.list.iter()
@@ -67,11 +72,22 @@ impl Delivery for Channels {
     /// Splits `text` to the platform's limit and sends each part, retrying temporary
     /// failures; parts already sent are never re-sent.
     async fn send(&self, target: &Target, text: &str) -> Result<(), DeliveryError> {
-        let channel = self.get(&target.platform).ok_or_else(|| DeliveryError::NotConfigured(target.platform.clone()))?;
-        channel.ready()?;
-        for part in channel.split(text) {
-            with_retry(channel.name(), self.backoff, || channel.send(target, &part)).await?;
+        for part in self.parts(target, text)? {
+            self.send_part(target, &part).await?;
         }
         Ok(())
+    }
+
+    fn parts(&self, target: &Target, text: &str) -> Result<Vec<String>, DeliveryError> {
+        let channel = self.channel(target)?;
+        channel.ready()?;
+        Ok(channel.split(text))
+    }
+
+    /// One part, retried only while the platform has certainly not taken it
+    /// (`with_retry`: an `Unknown` outcome is never retried).
+    async fn send_part(&self, target: &Target, part: &str) -> Result<(), DeliveryError> {
+        let channel = self.channel(target)?;
+        with_retry(channel.name(), self.backoff, || channel.send(target, part)).await.map(|_| ())
     }
 }

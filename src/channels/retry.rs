@@ -1,6 +1,7 @@
 //! The one retry loop of outbound platform calls: temporary failures are retried with
 //! exponential backoff, rate limits after the platform's own wait (capped), anything else
-//! returned at once. A call that succeeded is never repeated.
+//! returned at once. A call that succeeded is never repeated, nor one whose outcome is
+//! unknown (no answer after the request went out: it may have been delivered).
 
 use crate::ports::DeliveryError;
 use std::future::Future;
@@ -68,5 +69,34 @@ mod tests {
         .await;
         assert!(matches!(r, Err(DeliveryError::Retryable(_))));
         assert_eq!(calls.load(Ordering::SeqCst), ATTEMPTS);
+
+        // No answer after the request went out: it may have been delivered, so never again.
+        let calls = AtomicU32::new(0);
+        let r: Result<(), _> = with_retry("t", Duration::from_millis(1), || async {
+            calls.fetch_add(1, Ordering::SeqCst);
+            Err(DeliveryError::Unknown("timed out".into()))
+        })
+        .await;
+        assert!(matches!(r, Err(DeliveryError::Unknown(_))));
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_refused_connection_is_retryable_and_a_lost_answer_is_unknown() {
+        let http = crate::clients::http_client(Duration::from_millis(300));
+        // Nothing listens here: the request never reached anyone.
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let e = http.post(format!("http://127.0.0.1:{port}/x")).send().await.unwrap_err();
+        assert!(matches!(crate::clients::send_failure(e), DeliveryError::Retryable(_)));
+        // A server that reads the request and never answers.
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (s, _) = l.accept().await.unwrap();
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            drop(s);
+        });
+        let e = http.post(format!("http://{addr}/x")).body("hi").send().await.unwrap_err();
+        assert!(matches!(crate::clients::send_failure(e), DeliveryError::Unknown(_)));
     }
 }

@@ -115,15 +115,23 @@ pub fn load_settings(home: &Path, config_file: Option<&Path>, env: &Env) -> Resu
         discord_public_key: env.get("DISCORD_PUBLIC_KEY").map(str::to_string),
         nous_access_token: env.secret("NOUS_ACCESS_TOKEN").or_else(|| auth_json_token(home)),
     };
-    let clock_offset_secs = match env.get("HERMES_CLOCK_OFFSET_SECS") {
-        None => 0,
-        Some(v) => v.trim().parse().map_err(|_| ConfigError::Invalid {
-            file: "environment".into(),
-            key: "HERMES_CLOCK_OFFSET_SECS".into(),
-            reason: format!("`{v}` is not a whole number of seconds"),
-        })?,
-    };
+    let clock_offset_secs = clock_offset(env, &mut warnings)?;
     Ok(Loaded { settings, secrets, tz, warnings, ignored, model, file, clock_offset_secs, env: env.clone() })
+}
+
+/// `HERMES_CLOCK_OFFSET_SECS`, a testing aid read only by builds with the `testing` feature;
+/// any other build ignores it with a warning (a release binary's clock cannot be shifted).
+fn clock_offset(env: &Env, warnings: &mut Vec<String>) -> Result<i64, ConfigError> {
+    let Some(v) = env.get("HERMES_CLOCK_OFFSET_SECS") else { return Ok(0) };
+    if !cfg!(feature = "testing") {
+        warnings.push("HERMES_CLOCK_OFFSET_SECS is ignored: this build has no `testing` feature".into());
+        return Ok(0);
+    }
+    v.trim().parse().map_err(|_| ConfigError::Invalid {
+        file: "environment".into(),
+        key: "HERMES_CLOCK_OFFSET_SECS".into(),
+        reason: format!("`{v}` is not a whole number of seconds"),
+    })
 }
 
 /// `access_token` from `$HERMES_HOME/auth.json`, if present.

@@ -164,3 +164,16 @@ fn any_platform_name_has_settings_from_its_block_and_its_variables() {
     let dbg = format!("{:?}", Env::from_pairs([("SLACK_BOT_TOKEN", "xoxb-secret")]));
     assert!(dbg.contains("SLACK_BOT_TOKEN") && !dbg.contains("xoxb-secret"), "{dbg}");
 }
+
+/// The clock-shift testing aid is honoured only by `testing` builds (issue #17 item 8).
+#[test]
+fn the_clock_offset_needs_the_testing_feature() {
+    let l = load("{}", &[("HERMES_CLOCK_OFFSET_SECS", "3600")]).unwrap();
+    if cfg!(feature = "testing") {
+        assert_eq!(l.clock_offset_secs, 3600);
+        assert!(load("{}", &[("HERMES_CLOCK_OFFSET_SECS", "soon")]).is_err());
+    } else {
+        assert_eq!(l.clock_offset_secs, 0, "a release build's clock cannot be shifted");
+        assert!(l.warnings.iter().any(|w| w.contains("HERMES_CLOCK_OFFSET_SECS is ignored")), "{:?}", l.warnings);
+    }
+}

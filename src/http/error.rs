@@ -61,10 +61,29 @@ impl From<AppError> for ApiError {
             AppError::Model(m) => Self::new(StatusCode::BAD_GATEWAY, format!("the model failed: {m}; your message was saved")),
             AppError::Contended => Self::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
             AppError::NotFound(m) => Self::new(StatusCode::NOT_FOUND, m.clone()),
+            AppError::Store(crate::ports::StoreError::Full(_)) => {
+                tracing::error!(error = %chain(&e), "the store is full");
+                Self::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the store is full (disk or size limit reached): nothing was saved; try again later",
+                )
+            }
             AppError::Store(_) => {
                 tracing::error!(error = %chain(&e), "internal error");
                 Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_store_is_a_503_that_says_so() {
+        let e = ApiError::from(AppError::Store(crate::ports::StoreError::Full("database or disk is full".into())));
+        assert_eq!(e.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(e.message.contains("store is full") && e.message.contains("nothing was saved"), "{}", e.message);
     }
 }

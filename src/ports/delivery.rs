@@ -28,6 +28,10 @@ pub enum DeliveryError {
     /// Rate-limited, with the wait the platform asked for.
     #[error("delivery rate-limited (retry after {0} s)")]
     RateLimited(u64),
+    /// No answer came after the request went out (a timeout, a cut connection): the platform
+    /// may or may not have taken the message. Never retried (docs/design.md#delivery).
+    #[error("delivery outcome unknown, not sent again: {0}")]
+    Unknown(String),
     /// Permanent: retrying will not help.
     #[error("delivery refused: {0}")]
     Permanent(String),
@@ -41,4 +45,13 @@ pub trait Delivery: Send + Sync {
     fn delivers_to(&self, platform: &str) -> bool;
     /// Sends `text` (split to the platform's limit by the adapter).
     async fn send(&self, target: &Target, text: &str) -> Result<(), DeliveryError>;
+    /// The messages `text` goes out as on `target`'s platform (split to its limit), so a
+    /// caller can record each one before it is sent (job delivery's ledger). Default: one.
+    fn parts(&self, _target: &Target, text: &str) -> Result<Vec<String>, DeliveryError> {
+        Ok(vec![text.to_string()])
+    }
+    /// Sends one of [`Delivery::parts`], with the adapter's retries. Default: [`Delivery::send`].
+    async fn send_part(&self, target: &Target, part: &str) -> Result<(), DeliveryError> {
+        self.send(target, part).await
+    }
 }

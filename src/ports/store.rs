@@ -38,6 +38,10 @@ pub enum StoreError {
         /// Why.
         reason: String,
     },
+    /// The store is out of space (SQLite's `SQLITE_FULL`: the disk or the file's size limit
+    /// is reached). The write was rolled back whole: nothing of it was stored.
+    #[error("disk full: {0}; nothing was written")]
+    Full(String),
     /// The backend failed.
     #[error("store backend error: {0}")]
     Backend(#[source] Box<dyn std::error::Error + Send + Sync>),

@@ -13,8 +13,14 @@ pub(crate) mod conformance;
 
 use crate::ports::StoreError;
 
-/// Wraps any backend error.
+/// Wraps any backend error. SQLite's `SQLITE_FULL` (disk or size limit reached) becomes
+/// [`StoreError::Full`], so the caller can say so plainly (docs/design.md#guarantees).
 pub(crate) fn backend<E: std::error::Error + Send + Sync + 'static>(e: E) -> StoreError {
+    if let Some(rusqlite::Error::SqliteFailure(f, _)) = (&e as &dyn std::any::Any).downcast_ref::<rusqlite::Error>()
+        && f.code == rusqlite::ErrorCode::DiskFull
+    {
+        return StoreError::Full(e.to_string());
+    }
     StoreError::Backend(Box::new(e))
 }
 

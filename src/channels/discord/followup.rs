@@ -5,7 +5,7 @@
 use crate::app::{AppError, Outcome, REFUSAL};
 use crate::channels::discord::rest::{LIMIT, classify};
 use crate::channels::{FollowUp, Sent, with_retry};
-use crate::clients::describe;
+use crate::clients::send_failure;
 use crate::core::queue::BusyInputMode;
 use crate::core::queue::{ACK_INTERRUPT, ACK_QUEUE};
 use crate::core::text::split_message;
@@ -47,7 +47,7 @@ impl InteractionClient {
         let url = format!("{}/webhooks/{application_id}/{token}", self.base);
         // No pings from echoed text: model output must not mention @everyone or roles.
         let body = json!({"content": chunk, "allowed_mentions": {"parse": []}});
-        let resp = self.http.post(&url).json(&body).send().await.map_err(|e| DeliveryError::Retryable(describe(e)))?;
+        let resp = self.http.post(&url).json(&body).send().await.map_err(send_failure)?;
         classify(resp, "discord follow-up", true).await
     }
 }

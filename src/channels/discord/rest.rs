@@ -2,7 +2,7 @@
 //! characters), and the one classification of Discord's answers.
 
 use crate::channels::Sent;
-use crate::clients::{describe, retry_after};
+use crate::clients::{retry_after, send_failure};
 use crate::ports::{DeliveryError, Target};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
@@ -35,7 +35,7 @@ impl DiscordClient {
             .json(&json!({"content": chunk, "allowed_mentions": {"parse": []}}))
             .send()
             .await
-            .map_err(|e| DeliveryError::Retryable(describe(e)))?;
+            .map_err(send_failure)?;
         classify(resp, "discord", false).await
     }
 }

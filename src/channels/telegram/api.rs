@@ -2,7 +2,7 @@
 //! failures classified once) and the subset of `Update` the webhook reads.
 
 use crate::channels::Sent;
-use crate::clients::describe;
+use crate::clients::send_failure;
 use crate::ports::{DeliveryError, Target};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
@@ -31,7 +31,7 @@ impl TelegramClient {
         if let Some(t) = target.thread_id.as_deref().and_then(|t| t.parse::<i64>().ok()) {
             body["message_thread_id"] = json!(t);
         }
-        let resp = self.http.post(url).json(&body).send().await.map_err(|e| DeliveryError::Retryable(describe(e)))?;
+        let resp = self.http.post(url).json(&body).send().await.map_err(send_failure)?;
         let status = resp.status().as_u16();
         let v: Value = resp.json().await.unwrap_or(Value::Null);
         if (200..300).contains(&status) {

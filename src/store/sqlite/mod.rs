@@ -16,6 +16,9 @@ mod queue;
 mod schema;
 mod sessions;
 
+#[cfg(test)]
+mod full_tests;
+
 use super::backend;
 use crate::ports::{Store, StoreError};
 use chrono::{DateTime, Utc};
@@ -39,6 +42,24 @@ fn from_ms(v: i64) -> DateTime<Utc> {
     DateTime::from_timestamp_millis(v).unwrap_or_default()
 }
 
+/// The `synchronous` level: `FULL`, so a commit is on disk before the call returns and a
+/// power loss cannot forget a claim, a ledger entry or a lease (with `NORMAL` in WAL mode the
+/// last commits can be lost). Every write uses it: the writes that could go without are few
+/// and small, one level is simpler to reason about, and the cost is measured in BENCHMARKS.md
+/// (docs/design.md#guarantees). `HZ_BENCH_SQLITE_SYNC` overrides it for that benchmark only
+/// and exists only in builds with the `testing` feature.
+fn synchronous() -> &'static str {
+    #[cfg(feature = "testing")]
+    if let Ok(v) = std::env::var("HZ_BENCH_SQLITE_SYNC") {
+        match v.as_str() {
+            "NORMAL" => return "NORMAL",
+            "OFF" => return "OFF",
+            _ => {}
+        }
+    }
+    "FULL"
+}
+
 impl SqliteStore {
     /// Opens (creating if needed) the store file and migrates it.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
@@ -58,7 +79,8 @@ impl SqliteStore {
         }
         let mut conn = Connection::open(path).map_err(backend)?;
         conn.busy_timeout(std::time::Duration::from_secs(15)).map_err(backend)?;
-        conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;").map_err(backend)?;
+        conn.execute_batch(&format!("PRAGMA journal_mode=WAL; PRAGMA synchronous={}; PRAGMA foreign_keys=ON;", synchronous()))
+            .map_err(backend)?;
         schema::migrate(&mut conn).map_err(backend)?;
         Ok(Self { conn: Arc::new(Mutex::new(conn)) })
     }
