@@ -50,7 +50,8 @@ where
     let max_iter = app.inner.cfg.settings.model.max_iterations;
     let transcript = app.inner.store.recent_messages(spec.session_id, max_ctx).await?;
     let mut prompt = assemble(&spec.system, &spec.notes, &transcript, max_ctx, app.inner.clock.now());
-    let ctx = ToolCtx { app, session_id: spec.session_id, origin: spec.origin.as_ref(), kind: spec.kind, deadline: spec.deadline };
+    let ctx =
+        ToolCtx { app, session_id: spec.session_id, origin: spec.origin.as_ref(), kind: spec.kind, deadline: spec.deadline, call_id: None };
     let toolset = app.inner.tools.toolset(&ctx);
     let tools = toolset.specs();
     let mut out = TurnOutput::default();

@@ -24,6 +24,7 @@ mod lifecycle;
 mod memory;
 mod recovery;
 mod services;
+mod skills;
 mod status;
 pub mod tools;
 mod turns;
@@ -73,6 +74,8 @@ pub(in crate::app) struct Inner {
     pub(in crate::app) tools: Arc<tools::ToolRegistry>,
     /// The fire-token verifier, built once (its JWKS cache lives with the process).
     pub(in crate::app) fire_auth: fire_token::FireAuth,
+    /// The skills index, scanned lazily and cached with the directory's signature.
+    pub(in crate::app) skills: skills::SkillCache,
 }
 
 /// What an [`App`] is built from: settings and adapters, chosen once at wiring time.
@@ -128,7 +131,8 @@ impl App {
         if let Some(owner) = owner {
             live.owner = owner;
         }
-        Self { inner: Arc::new(Inner { cfg, home, store, llm, delivery, timers, clock, live, tools, fire_auth }) }
+        let skills = skills::SkillCache::default();
+        Self { inner: Arc::new(Inner { cfg, home, store, llm, delivery, timers, clock, live, tools, fire_auth, skills }) }
     }
 
     /// The session-key switches from settings.
