@@ -142,3 +142,36 @@ async fn the_skills_index_is_in_the_chat_prompt_and_skill_view_loads_on_demand()
     assert_eq!(s, 200);
     assert!(system_of(llm.requests().last().unwrap()).contains("  - zeta: Last one\n</available_skills>"));
 }
+
+#[tokio::test]
+async fn agent_max_turns_bounds_the_loop_and_a_third_identical_call_is_not_run() {
+    let llm = FakeLlm::start().await;
+    let home = TempHome::new("tool-guards");
+    home.write("config.yaml", &config(Some(&llm), None, "agent:\n  max_turns: 4\n"));
+    let gw = Gateway::start(home.path(), &[]);
+    let msg = |text: &str| json!({"chat_id": "c1", "user_id": "u1", "text": text});
+    let time = |args: Value| Reply::Tool { name: "current_time".into(), args };
+
+    // The same call three times: the third is answered with a note instead of running.
+    for _ in 0..3 {
+        llm.push(time(json!({})));
+    }
+    llm.push(Reply::Text("ok".into()));
+    let (s, v) = gw.post_message(msg("what time is it, really?")).await;
+    assert_eq!((s, v["reply"].as_str()), (200, Some("ok")), "{v}");
+    let reqs = llm.requests();
+    assert_eq!(reqs.len(), 4);
+    assert!(last_tool_result(&reqs[1]).contains("\"now\""));
+    assert!(last_tool_result(&reqs[2]).contains("\"now\""), "the second identical call still runs");
+    let third = last_tool_result(&reqs[3]);
+    assert!(third.contains("Not run: `current_time` was already called 2 times in this turn"), "{third}");
+
+    // Different calls each round: the turn stops after agent.max_turns model calls.
+    for n in 0..4 {
+        llm.push(time(json!({ "n": n })));
+    }
+    let (s, v) = gw.post_message(msg("keep checking")).await;
+    assert_eq!(s, 200, "{v}");
+    assert!(v["reply"].as_str().unwrap().starts_with("I stopped after 4 tool rounds"), "{v}");
+    assert_eq!(llm.calls(), 8, "4 model calls in the second turn");
+}

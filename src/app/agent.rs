@@ -55,6 +55,7 @@ where
     let toolset = app.inner.tools.toolset(&ctx);
     let tools = toolset.specs();
     let mut out = TurnOutput::default();
+    let mut repeats = crate::app::tool_guard::RepeatGuard::default();
     for _ in 0..max_iter {
         let req = ChatRequest { messages: prompt.clone(), tools: tools.clone(), model: spec.model.clone() };
         let resp = app.inner.llm.complete(&req).await?;
@@ -73,7 +74,10 @@ where
         msg.tool_calls = resp.tool_calls.clone();
         let mut step = vec![msg];
         for call in &resp.tool_calls {
-            let result = toolset.execute(&ctx, call).await;
+            let result = match repeats.refuse(call) {
+                Some(refused) => refused,
+                None => toolset.execute(&ctx, call).await,
+            };
             let mut t = Message::text(Role::Tool, result.content, app.inner.clock.now());
             t.tool_call_id = Some(call.id.clone());
             t.duration_ms = Some(result.duration_ms);

@@ -26,6 +26,7 @@ mod recovery;
 mod services;
 mod skills;
 mod status;
+mod tool_guard;
 pub mod tools;
 mod turns;
 
