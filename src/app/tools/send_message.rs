@@ -174,7 +174,7 @@ async fn send(ctx: &ToolCtx<'_>, label: &str, message: &str) -> Result<ToolOutpu
         Ok(false) => {
             return Ok(json!({
                 "success": true, "skipped": true, "reason": "already_sent", "target": label_of(&target),
-                "note": "This exact call was already sent (a replayed call); it was not sent again.",
+                "note": "This exact call was already made once (a replayed call); it was not sent again.",
             })
             .into());
         }
