@@ -68,10 +68,12 @@ where
     let max_iter = app.inner.cfg.settings.model.max_iterations;
     let transcript = app.inner.store.recent_messages(spec.session_id, max_ctx).await?;
     let mut prompt = assemble(&spec.system, &spec.notes, &transcript, max_ctx, app.inner.clock.now());
-    let ctx = ToolCtx { app, session_id: spec.session_id, origin: spec.origin.as_ref(), kind: spec.kind, deadline: spec.deadline };
+    let ctx =
+        ToolCtx { app, session_id: spec.session_id, origin: spec.origin.as_ref(), kind: spec.kind, deadline: spec.deadline, call_id: None };
     let toolset = app.inner.tools.toolset(&ctx);
     let tools = toolset.specs();
     let mut out = TurnOutput::default();
+    let mut repeats = crate::app::tool_guard::RepeatGuard::default();
     for _ in 0..max_iter {
         let req = ChatRequest { messages: prompt.clone(), tools: tools.clone(), model: spec.model.clone() };
         let resp = app.inner.llm.complete(&req).await?;
@@ -90,7 +92,10 @@ where
         msg.tool_calls = resp.tool_calls.clone();
         let mut step = vec![msg];
         for call in &resp.tool_calls {
-            let result = toolset.execute(&ctx, call).await;
+            let result = match repeats.refuse(call) {
+                Some(refused) => refused,
+                None => toolset.execute(&ctx, call).await,
+            };
             let mut t = Message::text(Role::Tool, result.content, app.inner.clock.now());
             t.tool_call_id = Some(call.id.clone());
             t.duration_ms = Some(result.duration_ms);

@@ -114,10 +114,11 @@ impl App {
         .await
     }
 
-    /// The system prompt of a chat turn: SOUL.md (or the default) plus the memory snapshot
-    /// frozen at the session's first turn (stored, so every process and later turn sees the
-    /// same prompt). A store failure leaves the snapshot out for this turn, never the turn.
-    pub(in crate::app) async fn chat_system_prompt(&self, session: &SessionId) -> String {
+    /// SOUL.md (or the default) plus the memory snapshot frozen at the session's first turn
+    /// (stored, so every process and later turn sees the same prompt); the chat prompt adds
+    /// the skills index (`app::skills`). A store failure leaves the snapshot out for this
+    /// turn, never the turn.
+    pub(in crate::app) async fn memory_system_prompt(&self, session: &SessionId) -> String {
         let base = self.system_prompt();
         let m = self.memory_settings();
         if !m.memory_enabled && !m.user_profile_enabled {
@@ -203,7 +204,7 @@ impl App {
                 .map(|x| Message::text(x.role, x.content.clone(), x.at)),
         );
         prompt.push(Message::text(Role::User, memory::flush_prompt(&live), now));
-        let ctx = ToolCtx { app: self, session_id: session, origin: Some(origin), kind: TurnKind::Chat, deadline: None };
+        let ctx = ToolCtx { app: self, session_id: session, origin: Some(origin), kind: TurnKind::Chat, deadline: None, call_id: None };
         let toolset = self.inner.tools.toolset(&ctx).only(&["memory"]);
         if toolset.is_empty() {
             return Ok(());

@@ -25,7 +25,9 @@ mod lifecycle;
 mod memory;
 mod recovery;
 mod services;
+mod skills;
 mod status;
+mod tool_guard;
 pub mod tools;
 mod turns;
 mod wake;
@@ -78,6 +80,8 @@ pub(in crate::app) struct Inner {
     pub(in crate::app) fire_auth: fire_token::FireAuth,
     /// Fires running in this process (for the idle check).
     pub(in crate::app) fires: wake::Fires,
+    /// The skills index, scanned lazily and cached with the directory's signature.
+    pub(in crate::app) skills: skills::SkillCache,
 }
 
 /// What an [`App`] is built from: settings and adapters, chosen once at wiring time.
@@ -146,6 +150,7 @@ impl App {
                 tools,
                 fire_auth,
                 fires: wake::Fires::default(),
+                skills: skills::SkillCache::default(),
             }),
         }
     }

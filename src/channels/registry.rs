@@ -69,6 +69,10 @@ impl Delivery for Channels {
         self.get(platform).is_some()
     }
 
+    fn platforms(&self) -> Vec<String> {
+        self.list.iter().filter(|c| c.ready().is_ok()).map(|c| c.name().to_string()).collect()
+    }
+
     /// Splits `text` to the platform's limit and sends each part, retrying temporary
     /// failures; parts already sent are never re-sent.
     async fn send(&self, target: &Target, text: &str) -> Result<(), DeliveryError> {

@@ -17,5 +17,6 @@ pub mod reset;
 pub mod run;
 pub mod schedule;
 pub mod session;
+pub mod skill;
 pub mod text;
 pub mod timers;

@@ -43,6 +43,11 @@ pub trait Delivery: Send + Sync {
     /// Whether `platform` is a chat platform this port delivers to (a registered channel),
     /// whether or not its credentials are set (a send then fails `NotConfigured`).
     fn delivers_to(&self, platform: &str) -> bool;
+    /// The platforms a send can reach now (registered, with credentials), in order; what the
+    /// `send_message` tool offers. Default: none.
+    fn platforms(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// Sends `text` (split to the platform's limit by the adapter).
     async fn send(&self, target: &Target, text: &str) -> Result<(), DeliveryError>;
     /// The messages `text` goes out as on `target`'s platform (split to its limit), so a

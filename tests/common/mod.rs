@@ -61,6 +61,8 @@ pub enum Reply {
     Text(String),
     /// One tool call.
     Tool { name: String, args: Value },
+    /// One tool call with a fixed call id (a model repeating the very same call).
+    ToolWithId { id: String, name: String, args: Value },
     /// An HTTP error status.
     Status(u16),
 }
@@ -123,6 +125,9 @@ async fn llm_handler(State(inner): State<Arc<Mutex<LlmInner>>>, Json(body): Json
         Reply::Text(t) => json!({"role": "assistant", "content": t}),
         Reply::Tool { name, args } => {
             json!({"role": "assistant", "content": null, "tool_calls": [{"id": format!("call_{}", rand::random::<u16>()), "type": "function", "function": {"name": name, "arguments": args.to_string()}}]})
+        }
+        Reply::ToolWithId { id, name, args } => {
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": name, "arguments": args.to_string()}}]})
         }
         Reply::Status(s) => return (StatusCode::from_u16(s).unwrap(), Json(json!({"error": {"message": "fake failure"}}))).into_response(),
     };

@@ -15,6 +15,8 @@ mod memory;
 mod registry;
 #[cfg(test)]
 mod scoped_tests;
+mod send_message;
+mod skills;
 #[cfg(test)]
 mod tests;
 
@@ -34,7 +36,14 @@ use tokio::time::Instant;
 /// The registry of the tools this build ships, in the order they are offered. Adding a
 /// tool is one line here.
 pub fn builtin() -> ToolRegistry {
-    let tools: [Arc<dyn Tool>; 3] = [Arc::new(current_time::CurrentTime), Arc::new(cronjob::Cronjob), Arc::new(memory::MemoryTool)];
+    let tools: [Arc<dyn Tool>; 6] = [
+        Arc::new(current_time::CurrentTime),
+        Arc::new(cronjob::Cronjob),
+        Arc::new(memory::MemoryTool),
+        Arc::new(send_message::SendMessage),
+        Arc::new(skills::SkillsList),
+        Arc::new(skills::SkillView),
+    ];
     let registry = ToolRegistry::default();
     for tool in tools {
         if let Err(e) = registry.register(tool) {
@@ -96,6 +105,10 @@ pub struct ToolCtx<'a> {
     /// When the turn's time budget ends (on Lambda, the invocation's deadline less its
     /// margin); a call still running then is cancelled and reported to the model.
     pub deadline: Option<Instant>,
+    /// The id of the tool call being run (set by [`Toolset::execute`] for each call; `None`
+    /// when the context is built for a whole turn). Tools with side effects key their
+    /// at-most-once records on it, so a replayed call does not act twice.
+    pub call_id: Option<&'a str>,
 }
 
 impl ToolCtx<'_> {

@@ -92,6 +92,7 @@ impl Toolset {
     /// that are not a JSON object, a tool error or a time-out become an error result.
     pub async fn execute(&self, ctx: &ToolCtx<'_>, call: &ToolCall) -> ToolResult {
         let started = Instant::now();
+        let ctx = &ToolCtx { call_id: Some(&call.id), ..*ctx };
         let outcome = match self.tools.iter().find(|t| t.name() == call.name) {
             None => Err(ToolError::Unknown(call.name.clone())),
             Some(tool) => match object_args(&call.arguments) {

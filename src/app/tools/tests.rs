@@ -14,6 +14,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 const NOW: &str = "2025-03-01T12:00:00Z";
 
+/// The built-in tools a job run is offered.
+const JOB_TOOLS: [&str; 3] = ["current_time", "skills_list", "skill_view"];
+
 fn test_app() -> App {
     TestApp::new(NOW.parse().unwrap()).yaml("timezone: Europe/Berlin\n").llm(CountingLlm::new("ok")).build()
 }
@@ -27,7 +30,7 @@ fn sid() -> SessionId {
 }
 
 fn ctx<'a>(app: &'a App, sid: &'a SessionId, origin: Option<&'a Origin>, kind: TurnKind) -> ToolCtx<'a> {
-    ToolCtx { app, session_id: sid, origin, kind, deadline: None }
+    ToolCtx { app, session_id: sid, origin, kind, deadline: None, call_id: None }
 }
 
 fn call(name: &str, arguments: &str) -> ToolCall {
@@ -67,16 +70,16 @@ impl Tool for Probe {
 
 #[test]
 fn builtin_names_are_unique_and_in_offer_order() {
-    assert_eq!(builtin().names(), ["current_time", "cronjob", "memory"]);
+    assert_eq!(builtin().names(), ["current_time", "cronjob", "memory", "send_message", "skills_list", "skill_view"]);
 }
 
 #[test]
 fn chat_turns_get_cronjob_and_job_runs_do_not() {
     let (app, sid, o) = (test_app(), sid(), origin());
     let chat = app.inner.tools.toolset(&ctx(&app, &sid, Some(&o), TurnKind::Chat));
-    assert_eq!(names(&chat), ["current_time", "cronjob", "memory"]);
+    assert_eq!(names(&chat), ["current_time", "cronjob", "memory", "send_message", "skills_list", "skill_view"]);
     let job = app.inner.tools.toolset(&ctx(&app, &sid, None, TurnKind::Job));
-    assert_eq!(names(&job), ["current_time"]);
+    assert_eq!(names(&job), JOB_TOOLS, "Hermes' cron runs have no messaging toolset");
     let schema = &chat.specs()[1].parameters;
     assert_eq!(schema["required"], json!(["action"]));
 }
@@ -86,7 +89,7 @@ async fn a_tool_not_offered_or_not_known_is_an_error_result() {
     let (app, sid) = (test_app(), sid());
     let c = ctx(&app, &sid, None, TurnKind::Job);
     let set = app.inner.tools.toolset(&c);
-    for name in ["nope", "cronjob"] {
+    for name in ["nope", "cronjob", "send_message"] {
         let r = set.execute(&c, &call(name, r#"{"action":"list"}"#)).await;
         assert!(r.is_error);
         assert_eq!(serde_json::from_str::<Value>(&r.content).unwrap(), json!({"error": format!("unknown tool `{name}`")}));
@@ -148,10 +151,10 @@ fn tools_registered_at_run_time_join_later_turns_and_names_stay_unique() {
     let before = app.inner.tools.toolset(&c);
     app.inner.tools.register(Arc::new(Probe::default())).unwrap();
     assert_eq!(app.inner.tools.register(Arc::new(Probe::default())), Err(DuplicateTool("probe".into())));
-    assert_eq!(names(&before), ["current_time"], "a running turn keeps its set");
-    assert_eq!(names(&app.inner.tools.toolset(&c)), ["current_time", "probe"]);
+    assert_eq!(names(&before), JOB_TOOLS, "a running turn keeps its set");
+    assert_eq!(names(&app.inner.tools.toolset(&c)), [JOB_TOOLS.as_slice(), &["probe"]].concat());
     assert!(app.inner.tools.unregister("probe") && !app.inner.tools.unregister("probe"));
-    assert_eq!(names(&app.inner.tools.toolset(&c)), ["current_time"]);
+    assert_eq!(names(&app.inner.tools.toolset(&c)), JOB_TOOLS);
 }
 
 #[tokio::test]
@@ -203,7 +206,7 @@ async fn the_turn_records_each_call_with_its_duration() {
     let out = agent::run(&app, spec, || async { false }).await.unwrap();
     assert_eq!(out.reply, "done");
     let offered: Vec<_> = llm.0.lock().unwrap()[0].tools.iter().map(|t| t.name.clone()).collect();
-    assert_eq!(offered, ["current_time", "probe"]);
+    assert_eq!(offered, [JOB_TOOLS.as_slice(), &["probe"]].concat());
     let stored = app.inner.store.recent_messages(&sid, 10).await.unwrap();
     let result = stored.iter().find(|m| m.role == Role::Tool).unwrap();
     assert_eq!(result.content, "echo ");

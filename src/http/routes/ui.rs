@@ -19,7 +19,6 @@ use chrono::SecondsFormat;
 use chrono_tz::Tz;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::path::Path;
 use std::sync::Arc;
 
 const INDEX_HTML: &str = include_str!("../ui/index.html");
@@ -113,47 +112,10 @@ pub async fn preview(_: ApiKey, State(s): State<Arc<HttpState>>, JsonBody(req): 
 }
 
 /// Installed skills: `$HERMES_HOME/skills/<name>/SKILL.md`, sorted by name. `name` is the
-/// directory (what a job binds); `title` is the front matter's `name` when it differs.
+/// directory (what a job binds); `title` is the front matter's `name` when it differs. The
+/// same cached index the agent's prompt uses.
 pub async fn skills(_: ApiKey, State(s): State<Arc<HttpState>>) -> Json<Value> {
-    let dir = s.app.skills_dir();
-    let list = tokio::task::spawn_blocking(move || list_skills(&dir)).await.unwrap_or_default();
-    Json(json!({ "skills": list }))
-}
-
-#[derive(Debug, Default, Deserialize)]
-struct FrontMatter {
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    description: Option<String>,
-}
-
-/// The YAML between the leading `---` line and the next `---` line, if any.
-fn front_matter(text: &str) -> FrontMatter {
-    let text = text.trim_start_matches('\u{feff}');
-    let mut lines = text.lines();
-    if lines.next().map(str::trim_end) != Some("---") {
-        return FrontMatter::default();
-    }
-    let yaml: Vec<&str> = lines.take_while(|l| l.trim_end() != "---").collect();
-    serde_norway::from_str(&yaml.join("\n")).unwrap_or_default()
-}
-
-fn list_skills(dir: &Path) -> Vec<Value> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return vec![] };
-    let mut out: Vec<(String, Value)> = entries
-        .filter_map(Result::ok)
-        .filter_map(|e| {
-            let name = e.file_name().to_str()?.to_string();
-            let text = std::fs::read_to_string(e.path().join("SKILL.md")).ok()?;
-            let fm = front_matter(&text);
-            let title = fm.name.filter(|t| *t != name);
-            let v = json!({"name": name, "description": fm.description.unwrap_or_default(), "title": title});
-            Some((name, v))
-        })
-        .collect();
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    out.into_iter().map(|(_, v)| v).collect()
+    Json(json!({ "skills": *s.app.skills_index().await }))
 }
 
 /// Body of `POST /api/sessions/reset`.
