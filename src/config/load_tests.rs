@@ -164,3 +164,14 @@ fn any_platform_name_has_settings_from_its_block_and_its_variables() {
     let dbg = format!("{:?}", Env::from_pairs([("SLACK_BOT_TOKEN", "xoxb-secret")]));
     assert!(dbg.contains("SLACK_BOT_TOKEN") && !dbg.contains("xoxb-secret"), "{dbg}");
 }
+
+#[test]
+fn tools_web_allow_private_is_off_by_default_and_typo_checked() {
+    assert!(!parse("").unwrap().tools.web.allow_private);
+    let p = parse_yaml_full("tools: {web: {allow_private: true}}\n", "c").unwrap();
+    assert!(p.settings.tools.web.allow_private && p.warnings.is_empty(), "{:?}", p.warnings);
+    let p = parse_yaml_full("tools: {web: {allow_privat: true}}\n", "c").unwrap();
+    assert!(!p.settings.tools.web.allow_private);
+    assert!(p.warnings.iter().any(|w| w.contains("tools.web.allow_privat")), "{:?}", p.warnings);
+    assert_eq!(err_key("tools: {web: {allow_private: maybe}}"), "tools.web.allow_private");
+}

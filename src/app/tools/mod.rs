@@ -17,9 +17,11 @@ mod registry;
 mod scoped_tests;
 #[cfg(test)]
 mod tests;
+mod web_fetch;
 
 pub use cronjob::job_view;
 pub use registry::{DuplicateTool, ToolRegistry, ToolResult, Toolset};
+pub use web_fetch::{Limits as WebFetchLimits, Resolve, WebFetch};
 
 use crate::app::App;
 use crate::core::ids::{Origin, SessionId};
@@ -34,7 +36,12 @@ use tokio::time::Instant;
 /// The registry of the tools this build ships, in the order they are offered. Adding a
 /// tool is one line here.
 pub fn builtin() -> ToolRegistry {
-    let tools: [Arc<dyn Tool>; 3] = [Arc::new(current_time::CurrentTime), Arc::new(cronjob::Cronjob), Arc::new(memory::MemoryTool)];
+    let tools: [Arc<dyn Tool>; 4] = [
+        Arc::new(current_time::CurrentTime),
+        Arc::new(cronjob::Cronjob),
+        Arc::new(memory::MemoryTool),
+        Arc::new(web_fetch::WebFetch::default()),
+    ];
     let registry = ToolRegistry::default();
     for tool in tools {
         if let Err(e) = registry.register(tool) {

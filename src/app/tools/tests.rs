@@ -67,16 +67,16 @@ impl Tool for Probe {
 
 #[test]
 fn builtin_names_are_unique_and_in_offer_order() {
-    assert_eq!(builtin().names(), ["current_time", "cronjob", "memory"]);
+    assert_eq!(builtin().names(), ["current_time", "cronjob", "memory", "web_fetch"]);
 }
 
 #[test]
 fn chat_turns_get_cronjob_and_job_runs_do_not() {
     let (app, sid, o) = (test_app(), sid(), origin());
     let chat = app.inner.tools.toolset(&ctx(&app, &sid, Some(&o), TurnKind::Chat));
-    assert_eq!(names(&chat), ["current_time", "cronjob", "memory"]);
+    assert_eq!(names(&chat), ["current_time", "cronjob", "memory", "web_fetch"]);
     let job = app.inner.tools.toolset(&ctx(&app, &sid, None, TurnKind::Job));
-    assert_eq!(names(&job), ["current_time"]);
+    assert_eq!(names(&job), ["current_time", "web_fetch"]);
     let schema = &chat.specs()[1].parameters;
     assert_eq!(schema["required"], json!(["action"]));
 }
@@ -148,10 +148,10 @@ fn tools_registered_at_run_time_join_later_turns_and_names_stay_unique() {
     let before = app.inner.tools.toolset(&c);
     app.inner.tools.register(Arc::new(Probe::default())).unwrap();
     assert_eq!(app.inner.tools.register(Arc::new(Probe::default())), Err(DuplicateTool("probe".into())));
-    assert_eq!(names(&before), ["current_time"], "a running turn keeps its set");
-    assert_eq!(names(&app.inner.tools.toolset(&c)), ["current_time", "probe"]);
+    assert_eq!(names(&before), ["current_time", "web_fetch"], "a running turn keeps its set");
+    assert_eq!(names(&app.inner.tools.toolset(&c)), ["current_time", "web_fetch", "probe"]);
     assert!(app.inner.tools.unregister("probe") && !app.inner.tools.unregister("probe"));
-    assert_eq!(names(&app.inner.tools.toolset(&c)), ["current_time"]);
+    assert_eq!(names(&app.inner.tools.toolset(&c)), ["current_time", "web_fetch"]);
 }
 
 #[tokio::test]
@@ -195,7 +195,7 @@ async fn the_turn_records_each_call_with_its_duration() {
     let out = agent::run(&app, spec, || async { false }).await.unwrap();
     assert_eq!(out.reply, "done");
     let offered: Vec<_> = llm.0.lock().unwrap()[0].tools.iter().map(|t| t.name.clone()).collect();
-    assert_eq!(offered, ["current_time", "probe"]);
+    assert_eq!(offered, ["current_time", "web_fetch", "probe"]);
     let stored = app.inner.store.recent_messages(&sid, 10).await.unwrap();
     let result = stored.iter().find(|m| m.role == Role::Tool).unwrap();
     assert_eq!(result.content, "echo ");
