@@ -105,7 +105,7 @@ private or internal network addresses."
 
     async fn call(&self, ctx: &ToolCtx<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         let a: Args = parse_args(args)?;
-        let url = Url::parse(a.url.trim()).map_err(|e| ToolError::BadArgs(format!("invalid URL `{}`: {e}", a.url.trim())))?;
+        let url = parse_url(a.url.trim())?;
         let policy = Policy {
             allow_private: ctx.app.inner.cfg.settings.tools.web.allow_private,
             #[cfg(test)]
@@ -172,8 +172,19 @@ impl WebFetch {
     }
 }
 
+/// The model's URL; one without a scheme (`example.com/page`) is taken as https.
+fn parse_url(text: &str) -> Result<Url, ToolError> {
+    match Url::parse(text) {
+        Err(url::ParseError::RelativeUrlWithoutBase) if !text.is_empty() && !text.contains("://") => Url::parse(&format!("https://{text}")),
+        parsed => parsed,
+    }
+    .map_err(|e| ToolError::BadArgs(format!("invalid URL `{text}`: {e}")))
+}
+
 /// A client that connects only to `target`'s vetted addresses: no redirects of its own, no
-/// proxy (a proxy would resolve the name again), the name's DNS answer pinned.
+/// proxy (a proxy would resolve the name again), the name's DNS answer pinned. Built per hop,
+/// unlike the app's other clients: reqwest fixes DNS overrides when a client is built, and a
+/// pin that belongs to one request cannot leak into another (a few ms a hop).
 fn pinned_client(target: &safety::Target) -> Result<reqwest::Client, ToolError> {
     let mut b = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())

@@ -362,8 +362,12 @@ async fn bad_urls_schemes_and_bodies_are_tool_errors() {
         let err = fetch(&app, &t, &format!("http://{addr}{path}")).await.unwrap_err();
         assert!(err.contains(want), "{path}: {err}");
     }
-    let err = fetch(&app, &tool(MapDns::with(&[]), &[]), "http://no-such-host.test/").await.unwrap_err();
-    assert!(err.contains("Could not resolve"), "{err}");
+    let t = tool(MapDns::with(&[]), &[]);
+    let err = fetch(&app, &t, "http://no-such-host.test/").await.unwrap_err();
+    assert!(err.contains("Could not resolve no-such-host.test"), "{err}");
+    // No scheme: taken as https (the lookup shows the name was read as a host).
+    let err = fetch(&app, &t, "no-such-host.test/page").await.unwrap_err();
+    assert!(err.contains("Could not resolve no-such-host.test"), "{err}");
 }
 
 #[tokio::test]
