@@ -205,6 +205,9 @@ async fn doctor(home: &std::path::Path, cfg: Loaded, create_table: bool) -> Exit
     if tg.telegram_bot_token.is_some() && cfg.settings.platforms.telegram.allowed_users.is_empty() && !cfg.settings.allow_all_users {
         println!("warning:  no Telegram user is allowed (TELEGRAM_ALLOWED_USERS): everyone gets the refusal");
     }
+    if cfg.settings.tools.web.allow_private {
+        println!("warning:  tools.web.allow_private is on: web_fetch can reach private, loopback and link-local addresses");
+    }
     if problems.is_empty() {
         println!("ok");
         ExitCode::SUCCESS

@@ -240,7 +240,6 @@ pub const HERMES_SECTIONS: &[&str] = &[
     "personalities",
     "security",
     "code_execution",
-    "tools",
     "logging",
     "model_catalog",
     "network",

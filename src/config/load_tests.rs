@@ -177,3 +177,14 @@ fn the_clock_offset_needs_the_testing_feature() {
         assert!(l.warnings.iter().any(|w| w.contains("HERMES_CLOCK_OFFSET_SECS is ignored")), "{:?}", l.warnings);
     }
 }
+
+#[test]
+fn tools_web_allow_private_is_off_by_default_and_typo_checked() {
+    assert!(!parse("").unwrap().tools.web.allow_private);
+    let p = parse_yaml_full("tools: {web: {allow_private: true}}\n", "c").unwrap();
+    assert!(p.settings.tools.web.allow_private && p.warnings.is_empty(), "{:?}", p.warnings);
+    let p = parse_yaml_full("tools: {web: {allow_privat: true}}\n", "c").unwrap();
+    assert!(!p.settings.tools.web.allow_private);
+    assert!(p.warnings.iter().any(|w| w.contains("tools.web.allow_privat")), "{:?}", p.warnings);
+    assert_eq!(err_key("tools: {web: {allow_private: maybe}}"), "tools.web.allow_private");
+}

@@ -46,6 +46,8 @@ pub struct Settings {
     pub display: DisplaySettings,
     /// Hermes' `memory:`.
     pub memory: MemorySettings,
+    /// `tools:` — settings of individual tools (`tools.web` for `web_fetch`).
+    pub tools: ToolsSettings,
     /// Hermes' `compression:`.
     pub compression: CompressionSettings,
     /// Hermes' `streaming:`.
@@ -81,6 +83,7 @@ impl Default for Settings {
             agent: AgentSettings::default(),
             display: DisplaySettings::default(),
             memory: MemorySettings::default(),
+            tools: ToolsSettings::default(),
             compression: CompressionSettings::default(),
             streaming: StreamingSettings::default(),
             prompt_caching: PromptCachingSettings::default(),
@@ -235,6 +238,23 @@ pub enum CronProvider {
     Eventbridge,
     /// The in-process ticker.
     Builtin,
+}
+
+/// `tools:` block: settings of individual tools.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ToolsSettings {
+    /// `web_fetch`.
+    pub web: WebToolSettings,
+}
+
+/// `tools.web:` block (docs/design.md#web-fetch).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WebToolSettings {
+    /// Let `web_fetch` reach private, loopback and link-local addresses (off: refused).
+    /// Cloud metadata endpoints stay refused either way.
+    pub allow_private: bool,
 }
 
 /// `cron:` block.

@@ -19,9 +19,11 @@ mod send_message;
 mod skills;
 #[cfg(test)]
 mod tests;
+mod web_fetch;
 
 pub use cronjob::job_view;
 pub use registry::{DuplicateTool, ToolRegistry, ToolResult, Toolset};
+pub use web_fetch::{Limits as WebFetchLimits, Resolve, WebFetch};
 
 use crate::app::App;
 use crate::core::ids::{Origin, SessionId};
@@ -36,13 +38,14 @@ use tokio::time::Instant;
 /// The registry of the tools this build ships, in the order they are offered. Adding a
 /// tool is one line here.
 pub fn builtin() -> ToolRegistry {
-    let tools: [Arc<dyn Tool>; 6] = [
+    let tools: [Arc<dyn Tool>; 7] = [
         Arc::new(current_time::CurrentTime),
         Arc::new(cronjob::Cronjob),
         Arc::new(memory::MemoryTool),
         Arc::new(send_message::SendMessage),
         Arc::new(skills::SkillsList),
         Arc::new(skills::SkillView),
+        Arc::new(web_fetch::WebFetch::default()),
     ];
     let registry = ToolRegistry::default();
     for tool in tools {
