@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The one test command (README, CI): format check, clippy -D warnings (default features and
-# every feature), then every test with every feature, then the whole suite once more with the
+# every feature), then every test with every feature (gateway logs at debug, then searched for
+# every secret the tests configure: scripts/check-test-logs.sh), then the whole suite once more with the
 # machine's clock moved (faketime), every process of the test environment on the same clock.
 # Installs and starts what the tests need (a local DynamoDB/Scheduler API server from PyPI:
 # moto; Chromium for the dashboard tests; faketime), and stops it at the end.
@@ -102,8 +103,17 @@ run_suite() {
   fi
 }
 
-step "tests"
-run_suite
+step "tests (gateways log at debug; every captured line is then searched for the tests' secrets)"
+export HZ_TEST_LOG="${HZ_TEST_LOG:-debug}"
+if command -v cargo-nextest >/dev/null 2>&1; then
+  run_suite --profile ci
+  step "no configured secret in any log line of the suite"
+  scripts/check-test-logs.sh
+else
+  run_suite
+  echo "note: cargo-nextest is missing, so the suite's output is not searched for secrets" >&2
+fi
+unset HZ_TEST_LOG
 cargo test --doc --all-features -q
 
 # --- the same suite on another date ---------------------------------------------------
