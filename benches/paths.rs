@@ -6,13 +6,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/mod.rs"]
+mod support;
+
 use async_trait::async_trait;
 use axum::body::Body;
 use axum::http::Request;
 use chrono::{DateTime, Utc};
-use hermes_zero::app::{App, Inbound, Parts, ReplyPath};
+use hermes_zero::app::{App, Parts};
 use hermes_zero::config::{Env, load_settings, parse_yaml};
-use hermes_zero::core::ids::{ChatType, Origin, SessionId, SessionKey};
+use hermes_zero::core::ids::{SessionId, SessionKey};
 use hermes_zero::core::job::{Job, Occurrence, RunRecord};
 use hermes_zero::core::session::{Fence, Message, Role, SessionEntry, SessionRecord};
 use hermes_zero::http::{HttpState, router};
@@ -23,31 +26,8 @@ use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+use support::{Instant0, NoDelivery, job, msg, pct};
 use tower::ServiceExt;
-
-struct Instant0;
-
-#[async_trait]
-impl Llm for Instant0 {
-    fn name(&self) -> &'static str {
-        "instant"
-    }
-    async fn complete(&self, _: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        Ok(ChatResponse { content: "ok".into(), ..ChatResponse::default() })
-    }
-}
-
-struct NoDelivery;
-
-#[async_trait]
-impl Delivery for NoDelivery {
-    fn delivers_to(&self, _: &str) -> bool {
-        false
-    }
-    async fn send(&self, _: &Target, _: &str) -> Result<(), DeliveryError> {
-        Ok(())
-    }
-}
 
 /// Counts store port calls (each is one SQLite transaction or one DynamoDB request/transaction).
 struct Counting(Arc<dyn Store>, AtomicU64);
@@ -199,12 +179,6 @@ fn app(dir: &std::path::Path) -> (App, Arc<Counting>) {
     (app, store)
 }
 
-fn pct(v: &mut [Duration], p: f64) -> f64 {
-    v.sort();
-    let i = ((v.len() as f64 - 1.0) * p).round() as usize;
-    v[i].as_secs_f64() * 1000.0
-}
-
 fn report(name: &str, mut lat: Vec<Duration>, wall: Duration) {
     let n = lat.len();
     let max = lat.iter().max().copied().unwrap_or_default().as_secs_f64() * 1000.0;
@@ -215,16 +189,6 @@ fn report(name: &str, mut lat: Vec<Duration>, wall: Duration) {
         max,
         n as f64 / wall.as_secs_f64()
     );
-}
-
-fn msg(chat: &str, text: &str) -> Inbound {
-    Inbound {
-        origin: Origin::new("api", chat, ChatType::Dm, Some("u"), None).unwrap(),
-        text: text.into(),
-        message_id: None,
-        user_name: None,
-        reply: ReplyPath::Caller,
-    }
 }
 
 async fn message_path(dir: &std::path::Path) {
@@ -288,12 +252,6 @@ fn token(job: &str) -> String {
     let key = EncodingKey::from_rsa_pem(&std::fs::read(format!("{FIX}rsa_private.pem")).unwrap()).unwrap();
     let c = json!({"iss": "https://nas.test", "aud": "agent:bench", "iat": now, "exp": now + 120, "purpose": "cron_fire", "job_id": job, "jti": format!("{:x}", rand::random::<u64>())});
     encode(&Header::new(Algorithm::RS256), &c, &key).unwrap()
-}
-
-fn job(id: &str, at: DateTime<Utc>) -> Job {
-    let v = json!({"id": id, "schedule": "every 1h", "prompt": "p", "deliver": "local"});
-    let s = hermes_zero::core::jobfile::parse_job(&v, at, chrono_tz::UTC).unwrap();
-    Job { next_run_at: Some(at), ..Job::from_spec(&s, false, at, chrono_tz::UTC) }
 }
 
 async fn fire_path(dir: &std::path::Path, jobs: usize, concurrency: usize, label: &str) {

@@ -7,41 +7,18 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use async_trait::async_trait;
+#[path = "support/mod.rs"]
+mod support;
+
 use chrono::{DateTime, Utc};
-use hermes_zero::app::{App, Inbound, Parts, ReplyPath};
+use hermes_zero::app::{App, Parts};
 use hermes_zero::config::{Env, load_settings};
-use hermes_zero::core::ids::{ChatType, Origin};
-use hermes_zero::core::job::{Job, Occurrence};
+use hermes_zero::core::job::Occurrence;
 use hermes_zero::ports::*;
 use hermes_zero::store::sqlite::SqliteStore;
-use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-struct Instant0;
-
-#[async_trait]
-impl Llm for Instant0 {
-    fn name(&self) -> &'static str {
-        "instant"
-    }
-    async fn complete(&self, _: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        Ok(ChatResponse { content: "ok".into(), ..ChatResponse::default() })
-    }
-}
-
-struct NoDelivery;
-
-#[async_trait]
-impl Delivery for NoDelivery {
-    fn delivers_to(&self, _: &str) -> bool {
-        false
-    }
-    async fn send(&self, _: &Target, _: &str) -> Result<(), DeliveryError> {
-        Ok(())
-    }
-}
+use support::{Instant0, NoDelivery, job, msg, pct};
 
 fn app(dir: &std::path::Path, store: Arc<dyn Store>) -> App {
     let cfg = load_settings(dir, None, &Env::default()).unwrap();
@@ -59,33 +36,11 @@ fn app(dir: &std::path::Path, store: Arc<dyn Store>) -> App {
     })
 }
 
-fn pct(v: &mut [Duration], p: f64) -> f64 {
-    v.sort();
-    let i = ((v.len() as f64 - 1.0) * p).round() as usize;
-    v[i].as_secs_f64() * 1000.0
-}
-
 fn report(level: &str, name: &str, mut lat: Vec<Duration>, wall: Duration) {
     let n = lat.len();
     let max = lat.iter().max().copied().unwrap_or_default().as_secs_f64() * 1000.0;
     let (p50, p99) = (pct(&mut lat, 0.5), pct(&mut lat, 0.99));
     println!("| {level} | {name} | {n} | {p50:.3} | {p99:.3} | {max:.3} | {:.0} |", n as f64 / wall.as_secs_f64());
-}
-
-fn msg(chat: &str, text: &str) -> Inbound {
-    Inbound {
-        origin: Origin::new("api", chat, ChatType::Dm, Some("u"), None).unwrap(),
-        text: text.into(),
-        message_id: None,
-        user_name: None,
-        reply: ReplyPath::Caller,
-    }
-}
-
-fn job(id: &str, at: DateTime<Utc>) -> Job {
-    let v = json!({"id": id, "schedule": "every 1h", "prompt": "p", "deliver": "local"});
-    let s = hermes_zero::core::jobfile::parse_job(&v, at, chrono_tz::UTC).unwrap();
-    Job { next_run_at: Some(at), ..Job::from_spec(&s, false, at, chrono_tz::UTC) }
 }
 
 async fn turns(level: &str, dir: &std::path::Path, n: usize) {
