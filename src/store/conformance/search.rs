@@ -14,7 +14,7 @@ pub(crate) async fn search_messages(s: Arc<dyn Store>) {
     let day1 = Utc.with_ymd_and_hms(2026, 1, 1, 9, 0, 0).unwrap();
     let mut ids = Vec::new();
     for (n, texts) in [
-        (21, [(Role::User, "the blue whale sings"), (Role::Tool, "blue whale facts"), (Role::Assistant, "whales are big")]),
+        (21, [(Role::User, "the blue whale sings"), (Role::Tool, "blue whale facts"), (Role::Assistant, "they are big")]),
         (22, [(Role::System, "blue whale note"), (Role::User, "I saw a Blue Whale today"), (Role::Assistant, "nice")]),
         (23, [(Role::User, "blue whale again"), (Role::Assistant, "ok"), (Role::User, "fine")]),
     ] {
@@ -42,7 +42,8 @@ pub(crate) async fn search_messages(s: Arc<dyn Store>) {
     let one = s.search_messages(&q("blue whale"), Some(current), 1).await.unwrap();
     assert_eq!(one.len(), 1);
     assert_eq!(one[0].session_id, ids[1].session_id);
-    // Without an exclusion the current conversation is searched too.
+    // Without an exclusion the current conversation is searched too. (Terms are whole words
+    // on SQLite and substrings on DynamoDB, so no text here has "whale" inside a longer word.)
     let all = s.search_messages(&q("whale"), None, 10).await.unwrap();
     assert_eq!(all.first().map(|h| &h.session_id), Some(current));
     assert_eq!(all.len(), 3, "{all:?}");

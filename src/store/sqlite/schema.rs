@@ -96,7 +96,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
 /// a `WITHOUT ROWID` table, which FTS5 cannot use as external content); tool results and
 /// system notes are not indexed, which keeps that copy small. The last statement indexes the
 /// messages already stored: nothing to do in a new file, one pass over the transcripts once
-/// in an existing one (measured in BENCHMARKS.md).
+/// in an existing one (its cost: docs/design.md#session-search).
 const SEARCH_INDEX: &str = "
      CREATE VIRTUAL TABLE message_search USING fts5(
         content,
