@@ -17,6 +17,7 @@ use hermes_zero::app::{App, Parts};
 use hermes_zero::config::{Env, load_settings, parse_yaml};
 use hermes_zero::core::ids::{SessionId, SessionKey};
 use hermes_zero::core::job::{Job, Occurrence, RunRecord};
+use hermes_zero::core::search::SearchTerms;
 use hermes_zero::core::session::{Fence, Message, Role, SessionEntry, SessionRecord};
 use hermes_zero::http::{HttpState, router};
 use hermes_zero::ports::*;
@@ -73,6 +74,9 @@ impl SessionStore for Counting {
     }
     async fn count_messages(&self, id: &SessionId) -> Result<u64, StoreError> {
         fwd!(self, self.0.count_messages(id))
+    }
+    async fn search_messages(&self, t: &SearchTerms, x: Option<&SessionId>, l: usize) -> Result<Vec<SearchHit>, StoreError> {
+        fwd!(self, self.0.search_messages(t, x, l))
     }
     async fn seen_inbound(&self, d: &InboundId) -> Result<bool, StoreError> {
         fwd!(self, self.0.seen_inbound(d))

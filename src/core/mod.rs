@@ -16,6 +16,7 @@ pub mod recovery;
 pub mod reset;
 pub mod run;
 pub mod schedule;
+pub mod search;
 pub mod session;
 pub mod skill;
 pub mod text;

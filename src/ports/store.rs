@@ -9,7 +9,8 @@
 
 use crate::core::ids::{SessionId, SessionKey};
 use crate::core::job::{Job, Occurrence, RunRecord};
-use crate::core::session::{Fence, Message, SessionEntry, SessionRecord};
+use crate::core::search::SearchTerms;
+use crate::core::session::{Fence, Message, Role, SessionEntry, SessionRecord};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -107,6 +108,21 @@ pub enum Appended {
     Duplicate,
 }
 
+/// A past message found by [`SessionStore::search_messages`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchHit {
+    /// The conversation it belongs to.
+    pub session_id: SessionId,
+    /// That conversation's key, when its record is known.
+    pub session_key: Option<SessionKey>,
+    /// Who wrote it (`user` or `assistant`: only those are searched).
+    pub role: Role,
+    /// The text around the match, the match marked `>>>like this<<<`.
+    pub snippet: String,
+    /// When it was written.
+    pub at: DateTime<Utc>,
+}
+
 /// Result of claiming an occurrence.
 #[derive(Debug, Clone)]
 pub enum Claim {
@@ -157,6 +173,12 @@ pub trait SessionStore: Send + Sync {
 
     /// Number of messages in a conversation.
     async fn count_messages(&self, id: &SessionId) -> Result<u64, StoreError>;
+
+    /// User and assistant messages of every conversation but `exclude` that contain all
+    /// `terms`, newest first, at most `limit`. How far back it looks depends on the adapter
+    /// (docs/design.md#session-search): SQLite searches everything through its FTS5 index,
+    /// DynamoDB a bounded window of the newest conversations.
+    async fn search_messages(&self, terms: &SearchTerms, exclude: Option<&SessionId>, limit: usize) -> Result<Vec<SearchHit>, StoreError>;
 
     /// Whether an inbound id was already recorded.
     async fn seen_inbound(&self, id: &InboundId) -> Result<bool, StoreError>;

@@ -15,7 +15,10 @@ mod memory;
 mod registry;
 #[cfg(test)]
 mod scoped_tests;
+#[cfg(test)]
+mod search_tests;
 mod send_message;
+mod session_search;
 mod skills;
 #[cfg(test)]
 mod tests;
@@ -38,7 +41,7 @@ use tokio::time::Instant;
 /// The registry of the tools this build ships, in the order they are offered. Adding a
 /// tool is one line here.
 pub fn builtin() -> ToolRegistry {
-    let tools: [Arc<dyn Tool>; 7] = [
+    let tools: [Arc<dyn Tool>; 8] = [
         Arc::new(current_time::CurrentTime),
         Arc::new(cronjob::Cronjob),
         Arc::new(memory::MemoryTool),
@@ -46,6 +49,7 @@ pub fn builtin() -> ToolRegistry {
         Arc::new(skills::SkillsList),
         Arc::new(skills::SkillView),
         Arc::new(web_fetch::WebFetch::default()),
+        Arc::new(session_search::SessionSearch),
     ];
     let registry = ToolRegistry::default();
     for tool in tools {

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 const NOW: &str = "2025-03-01T12:00:00Z";
 
 /// The built-in tools a job run is offered.
-const JOB_TOOLS: [&str; 4] = ["current_time", "skills_list", "skill_view", "web_fetch"];
+const JOB_TOOLS: [&str; 5] = ["current_time", "skills_list", "skill_view", "web_fetch", "session_search"];
 
 fn test_app() -> App {
     TestApp::new(NOW.parse().unwrap()).yaml("timezone: Europe/Berlin\n").llm(CountingLlm::new("ok")).build()
@@ -70,14 +70,20 @@ impl Tool for Probe {
 
 #[test]
 fn builtin_names_are_unique_and_in_offer_order() {
-    assert_eq!(builtin().names(), ["current_time", "cronjob", "memory", "send_message", "skills_list", "skill_view", "web_fetch"]);
+    assert_eq!(
+        builtin().names(),
+        ["current_time", "cronjob", "memory", "send_message", "skills_list", "skill_view", "web_fetch", "session_search"]
+    );
 }
 
 #[test]
 fn chat_turns_get_cronjob_and_job_runs_do_not() {
     let (app, sid, o) = (test_app(), sid(), origin());
     let chat = app.inner.tools.toolset(&ctx(&app, &sid, Some(&o), TurnKind::Chat));
-    assert_eq!(names(&chat), ["current_time", "cronjob", "memory", "send_message", "skills_list", "skill_view", "web_fetch"]);
+    assert_eq!(
+        names(&chat),
+        ["current_time", "cronjob", "memory", "send_message", "skills_list", "skill_view", "web_fetch", "session_search"]
+    );
     let job = app.inner.tools.toolset(&ctx(&app, &sid, None, TurnKind::Job));
     assert_eq!(names(&job), JOB_TOOLS, "Hermes' cron runs have no messaging toolset");
     let schema = &chat.specs()[1].parameters;

@@ -4,19 +4,21 @@
 //! check shows its own name, e.g. `store::sqlite::tests::on_file::claim_race`.
 //!
 //! The checks live by concern, as the port is split: `sessions` (session entries, records,
-//! transcripts, wake candidates), `queue`, `fence` (writes fenced by a lease epoch), `jobs` (jobs, claims, runs, ledger, once keys)
-//! and, here, the meta round trip.
+//! transcripts, wake candidates), `queue`, `fence` (writes fenced by a lease epoch), `jobs` (jobs, claims, runs, ledger, once keys),
+//! `search` (`session_search`) and, here, the meta round trip.
 
 #![allow(clippy::unwrap_used)]
 
 mod fence;
 mod jobs;
 mod queue;
+mod search;
 mod sessions;
 
 pub(crate) use fence::fenced_writes;
 pub(crate) use jobs::{claim_race, claims_are_never_readmitted, jobs_cas_and_due_index, runs_ledger_and_once};
 pub(crate) use queue::queue_fifo_cap_and_dedupe;
+pub(crate) use search::search_messages;
 pub(crate) use sessions::{atomic_entry_changes, cas_race, entry_cas, session_records, transcript_order_and_dedupe, wake_candidates};
 
 use crate::core::ids::{ChatType, Origin, SessionId, SessionKey};
@@ -49,7 +51,8 @@ macro_rules! conformance_tests {
             $crate::store::conformance::conformance_tests!(@one $fixture;
                 entry_cas, session_records, transcript_order_and_dedupe, meta_round_trip,
                 queue_fifo_cap_and_dedupe, atomic_entry_changes, wake_candidates,
-                jobs_cas_and_due_index, claims_are_never_readmitted, runs_ledger_and_once, fenced_writes);
+                jobs_cas_and_due_index, claims_are_never_readmitted, runs_ledger_and_once, fenced_writes,
+                search_messages);
             $crate::store::conformance::conformance_tests!(@two $fixture; cas_race, claim_race);
         }
     };

@@ -12,7 +12,7 @@
 //! | queue item | `KEY#<session_key>` | `Q#<seq:012>` | `doc` |
 //! | session record | `SESSION#<session_id>` | `RECORD` | `session_key`, `platform`, `title`, `started_at`, `ended_at`, `end_reason` |
 //! | transcript counter | `SESSION#<session_id>` | `SEQ` | `n` (last sequence number = message count) |
-//! | transcript message | `SESSION#<session_id>` | `MSG#<seq:012>` | `doc` |
+//! | transcript message | `SESSION#<session_id>` | `MSG#<seq:012>` | `doc`, `text` (user/assistant text, lowercased, for `session_search`) |
 //! | inbound seen | `INBOUND#<platform>#<chat_id>#<message_id>` (`%`-escaped) | `SEEN` | `seen_at` |
 //! | job | `JOBS` | `JOB#<id>` | `doc`, `version`, index attributes |
 //! | claim | `OCC#<job_id>#<fire_at secs>` | `CLAIM` | `status`, `claimed_at`, `ttl` |
@@ -68,6 +68,7 @@ mod jobs;
 mod ledger;
 mod query;
 mod queue;
+mod search;
 mod sessions;
 mod table;
 mod transcript;
@@ -78,9 +79,11 @@ mod tests;
 
 use crate::core::ids::{SessionId, SessionKey};
 use crate::core::job::{Job, Occurrence, RunRecord};
+use crate::core::search::SearchTerms;
 use crate::core::session::{Fence, Message, SessionEntry, SessionRecord};
 use crate::ports::{
-    Appended, Claim, InboundId, JobStore, LedgerStore, MetaStore, QueueStore, QueuedItem, SessionChange, SessionStore, Store, StoreError,
+    Appended, Claim, InboundId, JobStore, LedgerStore, MetaStore, QueueStore, QueuedItem, SearchHit, SessionChange, SessionStore, Store,
+    StoreError,
 };
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
@@ -233,6 +236,10 @@ impl SessionStore for DynamoStore {
 
     async fn count_messages(&self, id: &SessionId) -> Result<u64, StoreError> {
         transcript::count(self, id).await
+    }
+
+    async fn search_messages(&self, terms: &SearchTerms, exclude: Option<&SessionId>, limit: usize) -> Result<Vec<SearchHit>, StoreError> {
+        search::search(self, terms, exclude, limit).await
     }
 
     async fn seen_inbound(&self, id: &InboundId) -> Result<bool, StoreError> {

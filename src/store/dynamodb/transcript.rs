@@ -43,6 +43,9 @@ pub(super) async fn plan_append(st: &DynamoStore, tx: &mut Tx, id: &SessionId, m
     for (i, m) in msgs.iter().enumerate() {
         let mut it = key(pk.clone(), msg_sk(cur + 1 + i as u64));
         it.insert("doc".into(), s(encode("message", m)?));
+        if let Some(text) = super::search::text_of(m) {
+            it.insert(super::search::TEXT.into(), text);
+        }
         tx.put(&st.table, Part::Message, it, Some(Cond::absent()))?;
     }
     Ok(())

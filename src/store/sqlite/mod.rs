@@ -7,13 +7,15 @@
 //!
 //! One file per concern of the port: `sessions` (entries, records, transcripts, inbound ids,
 //! wake candidates), `queue`, `jobs` (jobs, claims, runs), `ledger` (delivery ledger, once
-//! keys) and `meta`; `schema` owns the tables and their migrations.
+//! keys) and `meta`; `schema` owns the tables and their migrations, `search` the FTS5
+//! query of `session_search`.
 
 mod jobs;
 mod ledger;
 mod meta;
 mod queue;
 mod schema;
+mod search;
 mod sessions;
 
 #[cfg(test)]

@@ -4,9 +4,10 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 /// `(version, SQL)`; append only — never edit a released step.
-const MIGRATIONS: &[(i64, &str)] = &[(
-    1,
-    "CREATE TABLE session_entries (
+const MIGRATIONS: &[(i64, &str)] = &[
+    (
+        1,
+        "CREATE TABLE session_entries (
         session_key TEXT PRIMARY KEY,
         version     INTEGER NOT NULL,
         updated_at  INTEGER NOT NULL,
@@ -84,10 +85,42 @@ const MIGRATIONS: &[(i64, &str)] = &[(
         key   TEXT PRIMARY KEY,
         value TEXT NOT NULL
      );",
-)];
+    ),
+    (2, SEARCH_INDEX),
+];
+
+/// Step 2, `session_search` (docs/design.md#session-search): an FTS5 index of the text of
+/// user and assistant messages, filled by a trigger inside the very transaction that appends
+/// a message (every append path, the queue's pop included), so the index can never miss or
+/// half-hold a write. It keeps its own copy of the text (the transcript is JSON documents in
+/// a `WITHOUT ROWID` table, which FTS5 cannot use as external content); tool results and
+/// system notes are not indexed, which keeps that copy small. The last statement indexes the
+/// messages already stored: nothing to do in a new file, one pass over the transcripts once
+/// in an existing one (its cost: docs/design.md#session-search).
+const SEARCH_INDEX: &str = "
+     CREATE VIRTUAL TABLE message_search USING fts5(
+        content,
+        session_id UNINDEXED,
+        seq UNINDEXED,
+        role UNINDEXED,
+        at UNINDEXED,
+        tokenize = 'unicode61 remove_diacritics 2'
+     );
+     CREATE TRIGGER message_search_insert AFTER INSERT ON messages
+     WHEN json_extract(new.doc, '$.role') IN ('user', 'assistant') AND COALESCE(json_extract(new.doc, '$.content'), '') <> ''
+     BEGIN
+        INSERT INTO message_search (content, session_id, seq, role, at) VALUES (
+            json_extract(new.doc, '$.content'), new.session_id, new.seq, json_extract(new.doc, '$.role'),
+            CAST(unixepoch(json_extract(new.doc, '$.at'), 'subsec') * 1000 AS INTEGER));
+     END;
+     INSERT INTO message_search (content, session_id, seq, role, at)
+        SELECT json_extract(doc, '$.content'), session_id, seq, json_extract(doc, '$.role'),
+               CAST(unixepoch(json_extract(doc, '$.at'), 'subsec') * 1000 AS INTEGER)
+        FROM messages
+        WHERE json_extract(doc, '$.role') IN ('user', 'assistant') AND COALESCE(json_extract(doc, '$.content'), '') <> '';";
 
 /// The schema version this build writes.
-pub const CURRENT: i64 = 1;
+pub const CURRENT: i64 = 2;
 
 /// Applies pending migrations.
 pub fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
@@ -99,4 +132,33 @@ pub fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
         tx.execute("INSERT INTO schema_version (version) VALUES (?1)", [v])?;
     }
     tx.commit()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file written by schema 1 gets the search index over the messages it already holds,
+    /// user and assistant text only, with each message's time.
+    #[test]
+    fn step_2_indexes_existing_messages() {
+        let mut c = Connection::open_in_memory().unwrap();
+        c.execute_batch(MIGRATIONS[0].1).unwrap();
+        c.execute_batch("CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (1);").unwrap();
+        for (seq, role, text) in [(1, "user", "old whale"), (2, "tool", "tool whale"), (3, "assistant", "")] {
+            let doc = serde_json::json!({"role": role, "content": text, "at": "2026-01-02T03:04:05.5Z"}).to_string();
+            c.execute("INSERT INTO messages (session_id, seq, doc) VALUES ('s', ?1, ?2)", rusqlite::params![seq, doc]).unwrap();
+        }
+        migrate(&mut c).unwrap();
+        let rows: Vec<(i64, i64)> = c
+            .prepare("SELECT seq, at FROM message_search WHERE message_search MATCH 'whale'")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(rows, [(1, 1_767_323_045_500)]);
+        let n: i64 = c.query_row("SELECT COUNT(*) FROM message_search", [], |r| r.get(0)).unwrap();
+        assert_eq!(n, 1, "tool results and empty texts are not indexed");
+    }
 }

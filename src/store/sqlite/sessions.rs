@@ -5,8 +5,9 @@
 
 use super::{SqliteStore, from_ms, ms};
 use crate::core::ids::{SessionId, SessionKey};
+use crate::core::search::SearchTerms;
 use crate::core::session::{Fence, Message, SessionEntry, SessionRecord};
-use crate::ports::{Appended, InboundId, SessionChange, SessionStore, StoreError};
+use crate::ports::{Appended, InboundId, SearchHit, SessionChange, SessionStore, StoreError};
 use crate::store::{backend, decode, encode};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -229,6 +230,11 @@ impl SessionStore for SqliteStore {
     async fn count_messages(&self, id: &SessionId) -> Result<u64, StoreError> {
         let id = id.as_str().to_string();
         self.with(move |c| c.query_row("SELECT COUNT(*) FROM messages WHERE session_id = ?1", [&id], |r| r.get(0)).map_err(backend)).await
+    }
+
+    async fn search_messages(&self, terms: &SearchTerms, exclude: Option<&SessionId>, limit: usize) -> Result<Vec<SearchHit>, StoreError> {
+        let (terms, exclude) = (terms.clone(), exclude.cloned());
+        self.with(move |c| super::search::search(c, &terms, exclude.as_ref(), limit)).await
     }
 
     async fn seen_inbound(&self, d: &InboundId) -> Result<bool, StoreError> {
