@@ -125,6 +125,9 @@ cron: {catch_up_missed: true}\nmodel: {context_length: 1000}\n";
     assert_eq!(p.warnings.len(), 1, "only the non-Hermes key warns: {:?}", p.warnings);
     assert_eq!(err_key("streaming: {transport: smoke}"), "streaming.transport");
     assert_eq!(err_key("memory: {memory_char_limit: -1}"), "memory.memory_char_limit");
+    assert_eq!(err_key("compression: {threshold: 0}"), "compression.threshold");
+    assert_eq!(err_key("compression: {threshold: 1.5}"), "compression.threshold");
+    assert_eq!(err_key("compression: {target_ratio: 1}"), "compression.target_ratio");
 }
 
 #[test]
