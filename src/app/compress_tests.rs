@@ -147,6 +147,33 @@ async fn a_300_message_session_sends_one_summary_then_head_summary_and_tail() {
 }
 
 #[tokio::test]
+async fn a_grown_tail_updates_the_summary_from_the_previous_one() {
+    let (app, llm, _) = kit("model: {max_context_messages: 40}");
+    let id = seeded(&app, 100, 20).await;
+    app.handle_inbound(inbound("api", "q1")).await.unwrap();
+    let key = meta_key(id.as_str());
+    let first: SummaryIndex = serde_json::from_str(&app.inner.store.get_meta(&key).await.unwrap().unwrap()).unwrap();
+    assert_eq!(llm.summaries().len(), 1);
+    assert!(llm.summaries()[0].messages[1].content.contains("TURNS TO SUMMARIZE"));
+    let mut turns = 0;
+    while llm.summaries().len() == 1 {
+        turns += 1;
+        assert!(turns <= 40, "the tail never triggered a second summary");
+        app.handle_inbound(inbound("api", &format!("more {turns}"))).await.unwrap();
+    }
+    assert!(turns > 1, "not re-summarized on the very next turn");
+    let update = &llm.summaries()[1].messages[1].content;
+    assert!(update.contains("PREVIOUS SUMMARY:\nSUMMARY-TEXT"), "{update}");
+    assert!(!update.contains("m50 "), "the already summarized middle is not read again");
+    let second: SummaryIndex = serde_json::from_str(&app.inner.store.get_meta(&key).await.unwrap().unwrap()).unwrap();
+    assert!(second.through > first.through);
+    assert_eq!(second.head, first.head, "the protected head stays");
+    let c = contents(&llm.chats().last().cloned().unwrap());
+    assert!(c.len() <= 41, "{}", c.len());
+    assert_eq!(c.iter().filter(|m| m.starts_with(SUMMARY_PREFIX)).count(), 1);
+}
+
+#[tokio::test]
 async fn the_token_threshold_uses_the_context_floor() {
     // context_length 1000 is raised to 64000: threshold 32000 tokens ≈ 128000 characters.
     let yaml = "model: {context_length: 1000, max_context_messages: 5000}";

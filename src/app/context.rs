@@ -131,9 +131,9 @@ async fn summarize(
             return Ok(None);
         }
     };
-    let text = resp.content.trim().to_string();
-    let summary = compress::summary_message(&text, through, app.inner.clock.now());
-    let Ok(raw) = serde_json::to_string(&SummaryIndex { through, head, text }) else { return Ok(None) };
+    let index = SummaryIndex::new(through, head, &resp.content);
+    let summary = compress::summary_message(&index.text, through, app.inner.clock.now());
+    let Ok(raw) = serde_json::to_string(&index) else { return Ok(None) };
     append(app, spec, std::slice::from_ref(&summary)).await?;
     app.inner.store.put_meta(&compress::meta_key(spec.session_id.as_str()), &raw).await?;
     tracing::info!(session_id = %spec.session_id, through, summarized = turns.len(), "context summarized");

@@ -41,6 +41,28 @@ pub struct SummaryIndex {
     pub text: String,
 }
 
+/// Most characters of summary text kept (≈ Hermes' 10,000-token summary ceiling).
+pub const SUMMARY_MAX_CHARS: usize = 40_000;
+/// Most characters of each protected head message copied into the index, so the record
+/// stays well inside a DynamoDB item (400 KB).
+pub const HEAD_MESSAGE_MAX_CHARS: usize = 32_000;
+
+impl SummaryIndex {
+    /// The index of a new summary, its text and head copies bounded (see the caps above).
+    pub fn new(through: u64, head: Vec<Message>, text: &str) -> Self {
+        let head = head
+            .into_iter()
+            .map(|mut m| {
+                if m.content.len() > HEAD_MESSAGE_MAX_CHARS {
+                    m.content = clip(&m.content, HEAD_MESSAGE_MAX_CHARS);
+                }
+                m
+            })
+            .collect();
+        Self { through, head, text: clip(text.trim(), SUMMARY_MAX_CHARS) }
+    }
+}
+
 /// The store meta key of a session's summary index.
 pub fn meta_key(session_id: &str) -> String {
     format!("summary:{session_id}")
@@ -201,5 +223,8 @@ mod tests {
         let u = summary_request(Some("old facts"), &[m(Role::User, "héllo")]);
         assert!(u.contains("PREVIOUS SUMMARY:\nold facts") && u.contains("[user] héllo"));
         assert_eq!(clip("ééé", 3), "é…[truncated]");
+        let i = SummaryIndex::new(7, vec![m(Role::User, &"h".repeat(100_000))], &"s".repeat(100_000));
+        assert!(i.head[0].content.len() < HEAD_MESSAGE_MAX_CHARS + 20 && i.text.len() < SUMMARY_MAX_CHARS + 20);
+        assert!(serde_json::to_string(&i).unwrap().len() < 100_000, "fits a DynamoDB item");
     }
 }
