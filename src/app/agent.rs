@@ -93,6 +93,13 @@ where
         let mut msg = Message::text(Role::Assistant, resp.content.clone(), now);
         msg.model = (!resp.model.is_empty()).then(|| resp.model.clone());
         if resp.tool_calls.is_empty() {
+            // A newer message may have come in while the model answered (the poll above runs
+            // only every STOP_POLL): a superseded turn delivers nothing of its own.
+            if stop().await {
+                tracing::info!(session_id = %spec.session_id, "turn superseded as the model answered; its answer is dropped");
+                out.interrupted = true;
+                return Ok(out);
+            }
             append(app, &spec, std::slice::from_ref(&msg)).await?;
             crate::app::crash::crash_point("turn:answer_stored");
             out.reply = resp.content;

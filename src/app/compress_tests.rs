@@ -14,9 +14,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Answers the summarizer with a fixed summary and chat turns with `echo: <last>`; a chat
-/// turn whose last message is `slow` answers after a few seconds.
+/// turn whose last message is `slow` answers after a few seconds, and one whose last
+/// message is `race` first lets a newer message arrive (through `app`) and then answers.
 #[derive(Default)]
-struct Scripted(Mutex<Vec<ChatRequest>>);
+struct Scripted(Mutex<Vec<ChatRequest>>, std::sync::OnceLock<App>);
 
 impl Scripted {
     fn summaries(&self) -> Vec<ChatRequest> {
@@ -45,6 +46,11 @@ impl Llm for Scripted {
         let last = req.messages.last().map(|m| m.content.clone()).unwrap_or_default();
         if last == "slow" {
             tokio::time::sleep(Duration::from_secs(3)).await;
+        }
+        if last == "race" {
+            let app = self.1.get().expect("the racing app is set");
+            let out = app.handle_inbound(inbound("telegram", "newer")).await.unwrap();
+            assert!(out.queued, "stored for the next turn");
         }
         Ok(ChatResponse { content: format!("echo: {last}"), ..ChatResponse::default() })
     }
@@ -230,4 +236,21 @@ async fn an_interrupted_text_turn_delivers_nothing_of_its_own() {
     assert!(!stored.iter().any(|m| m.content == "echo: slow"));
     let users: Vec<&str> = stored.iter().filter(|m| m.role == Role::User).map(|m| m.content.as_str()).collect();
     assert_eq!(users, ["slow", "second"], "both inputs stay in the transcript");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_that_arrives_after_a_newer_message_is_dropped() {
+    let (app, llm, outbox) = kit("allow_all_users: true");
+    assert!(llm.1.set(app.clone()).is_ok());
+    app.handle_inbound(inbound("telegram", "race")).await.unwrap();
+    let started = tokio::time::Instant::now();
+    while !outbox.0.lock().unwrap().iter().any(|t| t == "echo: newer") {
+        assert!(started.elapsed() < Duration::from_secs(10), "the newer message was not answered: {:?}", outbox.0.lock().unwrap());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let sent = outbox.0.lock().unwrap().clone();
+    assert!(!sent.iter().any(|t| t == "echo: race"), "the superseded answer was sent: {sent:?}");
+    let e = app.inner.store.list_entries(10).await.unwrap().remove(0);
+    let stored = app.inner.store.recent_messages(&e.session_id, 20).await.unwrap();
+    assert!(!stored.iter().any(|m| m.content == "echo: race"), "nor stored");
 }
