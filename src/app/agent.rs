@@ -42,8 +42,11 @@ pub struct TurnSpec<'a> {
     pub fence: Option<Fence>,
 }
 
+/// How often a running model call checks whether its turn should stop.
+const STOP_POLL: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// Appends `msgs` to the turn's transcript, fenced by its lease when it has one.
-async fn append(app: &App, spec: &TurnSpec<'_>, msgs: &[Message]) -> Result<(), AppError> {
+pub(in crate::app) async fn append(app: &App, spec: &TurnSpec<'_>, msgs: &[Message]) -> Result<(), AppError> {
     match &spec.fence {
         Some(f) => app.inner.store.append_fenced(spec.session_id, msgs, f).await.inspect_err(|e| {
             if matches!(e, crate::ports::StoreError::Fenced(_)) {
@@ -57,26 +60,32 @@ async fn append(app: &App, spec: &TurnSpec<'_>, msgs: &[Message]) -> Result<(), 
     Ok(())
 }
 
-/// Runs the model loop over the stored transcript of `spec.session_id`. `stop` is asked at
-/// each step boundary whether the turn should end early.
+/// Runs the model loop over the stored transcript of `spec.session_id` (its context built
+/// by [`crate::app::context::load`]). `stop` is asked at each step boundary, and every
+/// [`STOP_POLL`] while the model is answering, whether the turn should end early; a turn
+/// stopped mid-call drops that answer unstored and unsent (docs/design.md#turn).
 pub async fn run<F, Fut>(app: &App, spec: TurnSpec<'_>, mut stop: F) -> Result<TurnOutput, AppError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let max_ctx = app.inner.cfg.settings.model.max_context_messages;
     let max_iter = app.inner.cfg.settings.model.max_iterations;
-    let transcript = app.inner.store.recent_messages(spec.session_id, max_ctx).await?;
-    let mut prompt = assemble(&spec.system, &spec.notes, &transcript, max_ctx, app.inner.clock.now());
+    let context = crate::app::context::load(app, &spec).await?;
+    let mut prompt = assemble(&spec.system, &spec.notes, &context.messages, usize::MAX, app.inner.clock.now());
     let ctx =
         ToolCtx { app, session_id: spec.session_id, origin: spec.origin.as_ref(), kind: spec.kind, deadline: spec.deadline, call_id: None };
     let toolset = app.inner.tools.toolset(&ctx);
     let tools = toolset.specs();
-    let mut out = TurnOutput::default();
+    let mut out = TurnOutput { input_tokens: context.input_tokens, output_tokens: context.output_tokens, ..TurnOutput::default() };
     let mut repeats = crate::app::tool_guard::RepeatGuard::default();
     for _ in 0..max_iter {
         let req = ChatRequest { messages: prompt.clone(), tools: tools.clone(), model: spec.model.clone() };
-        let resp = app.inner.llm.complete(&req).await?;
+        let Some(resp) = interruptible(app.inner.llm.complete(&req), &mut stop).await else {
+            tracing::info!(session_id = %spec.session_id, "turn interrupted while the model was answering; its answer is dropped");
+            out.interrupted = true;
+            return Ok(out);
+        };
+        let resp = resp?;
         crate::app::crash::crash_point("turn:model_answered");
         out.input_tokens += resp.input_tokens;
         out.output_tokens += resp.output_tokens;
@@ -84,6 +93,13 @@ where
         let mut msg = Message::text(Role::Assistant, resp.content.clone(), now);
         msg.model = (!resp.model.is_empty()).then(|| resp.model.clone());
         if resp.tool_calls.is_empty() {
+            // A newer message may have come in while the model answered (the poll above runs
+            // only every STOP_POLL): a superseded turn delivers nothing of its own.
+            if stop().await {
+                tracing::info!(session_id = %spec.session_id, "turn superseded as the model answered; its answer is dropped");
+                out.interrupted = true;
+                return Ok(out);
+            }
             append(app, &spec, std::slice::from_ref(&msg)).await?;
             crate::app::crash::crash_point("turn:answer_stored");
             out.reply = resp.content;
@@ -112,4 +128,25 @@ where
     let note = Message::text(Role::Assistant, out.reply.clone(), app.inner.clock.now());
     append(app, &spec, &[note]).await?;
     Ok(out)
+}
+
+/// Runs `call`, asking `stop` every [`STOP_POLL`]; `None` when `stop` said yes first (the
+/// call is dropped, so a remote request is cancelled).
+async fn interruptible<T, C, F, Fut>(call: C, stop: &mut F) -> Option<T>
+where
+    C: std::future::Future<Output = T>,
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    tokio::pin!(call);
+    loop {
+        tokio::select! {
+            r = &mut call => return Some(r),
+            () = tokio::time::sleep(STOP_POLL) => {
+                if stop().await {
+                    return None;
+                }
+            }
+        }
+    }
 }

@@ -163,6 +163,10 @@ impl App {
     /// Extra `/status` lines from other capabilities (scheduled jobs for this chat).
     async fn status_extra(&self, e: &crate::core::session::SessionEntry) -> Vec<String> {
         let mut lines = self.status_model(e).await;
+        match self.status_context(e).await {
+            Ok(line) => lines.push(line),
+            Err(err) => tracing::warn!(error = %err, "status: context line unavailable"),
+        }
         lines.extend(self.status_jobs(e).await);
         lines
     }

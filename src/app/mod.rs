@@ -13,6 +13,7 @@ mod agent;
 pub mod budget;
 mod cas;
 mod commands;
+mod context;
 pub mod crash;
 mod deliver;
 mod fire;
@@ -202,6 +203,8 @@ impl App {
     }
 }
 
+#[cfg(test)]
+mod compress_tests;
 #[cfg(test)]
 mod fence_tests;
 #[cfg(test)]

@@ -44,6 +44,32 @@ impl App {
         out
     }
 
+    /// The `/status` line about what the model is sent of this session: with compression,
+    /// how much the summary stands for; without it, how many of the oldest were trimmed.
+    pub(in crate::app) async fn status_context(&self, e: &SessionEntry) -> Result<String, AppError> {
+        use crate::core::compress::{SummaryIndex, meta_key};
+        let store = &self.inner.store;
+        let count = store.count_messages(&e.session_id).await?;
+        let settings = &self.inner.cfg.settings;
+        if settings.compression.enabled {
+            let index = store.get_meta(&meta_key(e.session_id.as_str())).await?.and_then(|r| serde_json::from_str::<SummaryIndex>(&r).ok());
+            return Ok(match index {
+                Some(i) => format!(
+                    "Context: first {} messages + a summary of {} + the {} since (compression on)",
+                    i.head.len(),
+                    i.through.saturating_sub(i.head.len() as u64),
+                    count.saturating_sub(i.through + 1)
+                ),
+                None => format!("Context: all {count} messages sent (compression on, nothing summarized yet)"),
+            });
+        }
+        let max = settings.model.max_context_messages;
+        let recent = store.recent_messages(&e.session_id, max).await?;
+        let recent: Vec<_> = recent.into_iter().filter(|m| m.summary_through.is_none()).collect();
+        let sent = crate::core::prompt::trim_context(&recent, max).len() as u64;
+        Ok(format!("Context: {sent} of {count} messages sent ({} trimmed, compression off)", count.saturating_sub(sent)))
+    }
+
     /// `/status` lines about the next scheduled jobs of this chat.
     pub(in crate::app) async fn status_jobs(&self, e: &SessionEntry) -> Vec<String> {
         let Ok(jobs) = self.inner.store.list_jobs().await else { return vec![] };

@@ -277,7 +277,6 @@ pub const HERMES_SECTIONS: &[&str] = &[
 
 /// Hermes keys inside sections hermes-zero reads, accepted without a typo warning.
 pub const HERMES_SUBKEYS: &[&str] = &[
-    "model.context_length",
     "model.ollama_num_ctx",
     "model.default_headers",
     "model.extra_headers",

@@ -349,6 +349,13 @@ fn validate(s: &Settings, file: &str) -> Result<chrono_tz::Tz, ConfigError> {
     for t in s.session_reset_by_type.keys() {
         crate::core::ids::ChatType::parse(t).map_err(|e| bad(&format!("session_reset_by_type.{t}"), e.to_string()))?;
     }
+    let c = &s.compression;
+    if !(c.threshold > 0.0 && c.threshold <= 1.0) {
+        return Err(bad("compression.threshold", "must be above 0 and at most 1".into()));
+    }
+    if !(c.target_ratio > 0.0 && c.target_ratio < 1.0) {
+        return Err(bad("compression.target_ratio", "must be above 0 and below 1".into()));
+    }
     if s.agent.max_turns == Some(0) {
         return Err(bad("agent.max_turns", "must be at least 1".into()));
     }

@@ -118,12 +118,16 @@ cron: {catch_up_missed: true}\nmodel: {context_length: 1000}\n";
     assert!((p.settings.compression.threshold - 0.7).abs() < 1e-9);
     assert!(p.settings.streaming.enabled && p.settings.streaming.transport == StreamTransport::Edit);
     assert_eq!(p.settings.mcp_servers["time"].args, vec!["mcp-server-time"]);
-    for k in ["terminal", "browser", "colour", "cron.catch_up_missed", "model.context_length"] {
+    assert_eq!(p.settings.model.context_length, 1000);
+    for k in ["terminal", "browser", "colour", "cron.catch_up_missed"] {
         assert!(p.ignored.iter().any(|i| i == k), "{k} not in {:?}", p.ignored);
     }
     assert_eq!(p.warnings.len(), 1, "only the non-Hermes key warns: {:?}", p.warnings);
     assert_eq!(err_key("streaming: {transport: smoke}"), "streaming.transport");
     assert_eq!(err_key("memory: {memory_char_limit: -1}"), "memory.memory_char_limit");
+    assert_eq!(err_key("compression: {threshold: 0}"), "compression.threshold");
+    assert_eq!(err_key("compression: {threshold: 1.5}"), "compression.threshold");
+    assert_eq!(err_key("compression: {target_ratio: 1}"), "compression.target_ratio");
 }
 
 #[test]

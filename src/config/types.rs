@@ -159,6 +159,9 @@ pub struct ModelSettings {
     pub max_iterations: u32,
     /// Transcript messages sent to the model (oldest trimmed first).
     pub max_context_messages: usize,
+    /// Hermes' `model.context_length`: the context window in tokens (0 = 128000; never
+    /// below 64000), the budget context compression works against.
+    pub context_length: u64,
     /// Per-request timeout.
     pub timeout_seconds: u64,
 }
@@ -175,6 +178,7 @@ impl Default for ModelSettings {
             api_key_env: String::new(),
             max_iterations: 8,
             max_context_messages: 200,
+            context_length: 0,
             timeout_seconds: 120,
         }
     }

@@ -5,6 +5,7 @@
 //! property-tested without I/O.
 
 pub mod commands;
+pub mod compress;
 pub mod ids;
 pub mod inbound;
 pub mod job;

@@ -264,6 +264,10 @@ pub struct Message {
     /// For tool results: how long the call took, in milliseconds (absent in older records).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
+    /// Set on a context summary (docs/design.md#compression): it stands for the transcript
+    /// messages before this position, and is itself left out of later prompts' tails.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_through: Option<u64>,
 }
 
 impl Message {
@@ -278,6 +282,7 @@ impl Message {
             platform_message_id: None,
             model: None,
             duration_ms: None,
+            summary_through: None,
         }
     }
 }

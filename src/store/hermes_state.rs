@@ -146,6 +146,7 @@ impl HermesState {
                     platform_message_id: None,
                     model: None,
                     duration_ms: None,
+                    summary_through: None,
                 }))
             })
             .map_err(|e| classify(&self.path, e))?;

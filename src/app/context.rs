@@ -1,0 +1,141 @@
+//! The transcript part of one turn's prompt (docs/design.md#compression): the protected head,
+//! the latest summary and the recent tail, summarizing the middle once by the model when the
+//! prompt would pass the threshold; with compression off, the newest messages (the trim is
+//! shown by `/status`). Reads stay flat: one summary index record plus the tail.
+
+use crate::app::agent::{TurnSpec, append};
+use crate::app::{App, AppError};
+use crate::core::compress::{self, SummaryIndex};
+use crate::core::prompt::trim_context;
+use crate::core::session::{Message, Role};
+use crate::ports::ChatRequest;
+
+/// Most transcript messages read for one prompt (a session with more and no summary yet is
+/// summarized from its newest ones).
+const MAX_READ: usize = 2000;
+
+/// What [`load`] produced: the transcript messages to send and the summarizer's usage.
+#[derive(Debug, Default)]
+pub(in crate::app) struct Context {
+    /// Head + summary + tail (or the trimmed newest messages).
+    pub messages: Vec<Message>,
+    /// Prompt tokens the summarizer used.
+    pub input_tokens: u64,
+    /// Completion tokens the summarizer used.
+    pub output_tokens: u64,
+}
+
+/// The transcript messages of `spec`'s turn, summarizing the middle first when due.
+pub(in crate::app) async fn load(app: &App, spec: &TurnSpec<'_>) -> Result<Context, AppError> {
+    let s = &app.inner.cfg.settings;
+    let max_ctx = s.model.max_context_messages;
+    if !s.compression.enabled {
+        let recent = app.inner.store.recent_messages(spec.session_id, max_ctx).await?;
+        let recent: Vec<Message> = recent.into_iter().filter(|m| m.summary_through.is_none()).collect();
+        return Ok(Context { messages: trim_context(&recent, max_ctx).to_vec(), ..Context::default() });
+    }
+    let index = read_index(app, spec.session_id.as_str()).await?;
+    let count = usize::try_from(app.inner.store.count_messages(spec.session_id).await?).unwrap_or(usize::MAX);
+    let start = index.as_ref().map_or(0, |i| usize::try_from(i.through).unwrap_or(count).min(count));
+    let window = app.inner.store.recent_messages(spec.session_id, (count - start).min(MAX_READ)).await?;
+    let first = count.saturating_sub(window.len());
+    let mut items: Vec<(usize, Message)> =
+        window.into_iter().enumerate().filter(|(_, m)| m.summary_through.is_none()).map(|(i, m)| (first + i, m)).collect();
+    let head = match &index {
+        Some(i) => i.head.clone(),
+        None if first == 0 => {
+            let mut k = s.compression.protect_first_n.min(items.len());
+            while items.get(k).is_some_and(|(_, m)| m.role == Role::Tool) {
+                k += 1;
+            }
+            items.drain(..k).map(|(_, m)| m).collect()
+        }
+        None => Vec::new(),
+    };
+    while items.first().is_some_and(|(_, m)| m.role == Role::Tool) {
+        items.remove(0);
+    }
+    let previous = index.as_ref().map(|i| compress::summary_message(&i.text, i.through, app.inner.clock.now()));
+    let budget = compress::context_budget(s.model.context_length) as f64;
+    let fixed =
+        spec.system.len() / compress::CHARS_PER_TOKEN + spec.notes.iter().map(|n| n.len() / compress::CHARS_PER_TOKEN).sum::<usize>();
+    let rest: Vec<Message> = items.iter().map(|(_, m)| m.clone()).collect();
+    let tokens = fixed
+        + compress::estimate_prompt(&head)
+        + previous.as_ref().map_or(0, compress::estimate_tokens)
+        + compress::estimate_prompt(&rest);
+    let over_tokens = tokens as f64 > s.compression.threshold * budget;
+    let over_count = head.len() + rest.len() + usize::from(previous.is_some()) > max_ctx;
+    if over_tokens || over_count {
+        let max_keep = (max_ctx / 2).max(1);
+        let tail_tokens = (s.compression.target_ratio * s.compression.threshold * budget) as usize;
+        if let Some(cut) = compress::tail_cut(&rest, s.compression.protect_last_n.min(max_keep), tail_tokens, max_keep) {
+            let through = items[cut].0 as u64;
+            if let Some(out) = summarize(app, spec, head.clone(), index.as_ref().map(|i| i.text.as_str()), &rest[..cut], through).await? {
+                let (summary, mut ctx) = out;
+                ctx.messages = head;
+                ctx.messages.push(summary);
+                ctx.messages.extend_from_slice(&rest[cut..]);
+                return Ok(ctx);
+            }
+        }
+    }
+    let mut messages = head;
+    messages.extend(previous);
+    let room = max_ctx.saturating_sub(messages.len()).max(1);
+    messages.extend_from_slice(trim_context(&rest, room));
+    Ok(Context { messages, ..Context::default() })
+}
+
+/// The session's summary index, if any (an unreadable one is ignored with a warning: the
+/// next compression writes a fresh one).
+async fn read_index(app: &App, session_id: &str) -> Result<Option<SummaryIndex>, AppError> {
+    let Some(raw) = app.inner.store.get_meta(&compress::meta_key(session_id)).await? else { return Ok(None) };
+    match serde_json::from_str(&raw) {
+        Ok(i) => Ok(Some(i)),
+        Err(e) => {
+            tracing::warn!(session_id, error = %e, "unreadable summary index; ignoring it");
+            Ok(None)
+        }
+    }
+}
+
+/// Asks the model (no tools) for the summary of `turns`, stores it as a transcript message
+/// (fenced by the turn's lease) and as the session's summary index. `None` when the model
+/// failed or answered nothing: the turn goes on with the trimmed transcript.
+async fn summarize(
+    app: &App,
+    spec: &TurnSpec<'_>,
+    head: Vec<Message>,
+    previous: Option<&str>,
+    turns: &[Message],
+    through: u64,
+) -> Result<Option<(Message, Context)>, AppError> {
+    let now = app.inner.clock.now();
+    let req = ChatRequest {
+        messages: vec![
+            Message::text(Role::System, compress::SUMMARIZER_SYSTEM, now),
+            Message::text(Role::User, compress::summary_request(previous, turns), now),
+        ],
+        tools: Vec::new(),
+        model: spec.model.clone(),
+    };
+    let resp = match app.inner.llm.complete(&req).await {
+        Ok(r) if !r.content.trim().is_empty() => r,
+        Ok(_) => {
+            tracing::warn!(session_id = %spec.session_id, "the summarizer answered nothing; trimming instead");
+            return Ok(None);
+        }
+        Err(e) => {
+            tracing::warn!(session_id = %spec.session_id, error = %e, "summarizing failed; trimming instead");
+            return Ok(None);
+        }
+    };
+    let index = SummaryIndex::new(through, head, &resp.content);
+    let summary = compress::summary_message(&index.text, through, app.inner.clock.now());
+    let Ok(raw) = serde_json::to_string(&index) else { return Ok(None) };
+    append(app, spec, std::slice::from_ref(&summary)).await?;
+    app.inner.store.put_meta(&compress::meta_key(spec.session_id.as_str()), &raw).await?;
+    tracing::info!(session_id = %spec.session_id, through, summarized = turns.len(), "context summarized");
+    Ok(Some((summary, Context { messages: Vec::new(), input_tokens: resp.input_tokens, output_tokens: resp.output_tokens })))
+}
