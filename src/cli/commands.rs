@@ -19,7 +19,8 @@ pub async fn dispatch(cmd: Command, home: PathBuf, cfg: Loaded) -> anyhow::Resul
             runtime::serve::run(listener, wired, runtime::serve::shutdown_signal(), idle_exit.map(std::time::Duration::from_secs)).await?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Chat => chat(runtime::build_app(&home, cfg).await?).await,
+        Command::Chat => chat(runtime::wire(&home, cfg).await?.app).await,
+        Command::Mcp { action } => super::mcp::run(runtime::build_app(&home, cfg).await?, action).await,
         Command::Sessions { action } => sessions(runtime::build_app(&home, cfg).await?, action).await,
         Command::Cron { action } => super::cron::run(runtime::build_app(&home, cfg).await?, action).await,
         Command::Memory { action } => super::memory::run(runtime::build_app(&home, cfg).await?, action).await,
