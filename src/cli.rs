@@ -70,6 +70,10 @@ pub enum Command {
         #[command(subcommand)]
         action: McpCmd,
     },
+    /// Testing aid (feature `testing`): a tiny MCP server on stdin/stdout.
+    #[cfg(feature = "testing")]
+    #[command(hide = true)]
+    McpDevStdio,
     /// Local NAS emulator: timer API, JWKS and real signed fire callbacks.
     ChronosDev {
         /// Address to listen on.

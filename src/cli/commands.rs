@@ -35,6 +35,11 @@ pub async fn dispatch(cmd: Command, home: PathBuf, cfg: Loaded) -> anyhow::Resul
             crate::dev::chronos::run(listener, state, runtime::serve::shutdown_signal()).await?;
             Ok(ExitCode::SUCCESS)
         }
+        #[cfg(feature = "testing")]
+        Command::McpDevStdio => {
+            crate::dev::mcp_stdio::run().await?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Doctor { create_table } => Ok(doctor(&home, cfg, create_table).await),
         Command::Import { hermes_home, json } => {
             let src = hermes_home.unwrap_or_else(|| super::import::default_source(&crate::config::Env::from_process()));

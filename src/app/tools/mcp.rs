@@ -331,3 +331,6 @@ async fn load_cache(app: &App, server: &Server) -> Option<Cached> {
 
 mod app_side;
 pub use app_side::McpReport;
+
+#[cfg(test)]
+mod tests;
