@@ -134,3 +134,18 @@ async fn mcp_list_reports_unreachable_and_misconfigured_servers() {
     assert_eq!(v[1]["name"], "empty");
     assert!(v[1]["state"].as_str().unwrap().starts_with("refused:"), "{v}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_cached_list_is_fetched_again_in_the_background() {
+    let knobs = Arc::new(Knobs::default());
+    let url = start_server(knobs.clone()).await;
+    let llm = FakeLlm::start().await;
+    let home = TempHome::new("mcp-stale");
+    home.write("config.yaml", &mcp_config(&llm, &url, "mcp_cache_seconds: 0\n"));
+    assert!(cli_async(home.path(), &["mcp", "list"]).await.status.success());
+    let listed = knobs.hits.load(Ordering::SeqCst);
+    let gw = Gateway::start(home.path(), &[]);
+    assert!(wait_until(10, || knobs.hits.load(Ordering::SeqCst) > listed).await, "a stale list is fetched again at start");
+    let (_, st) = gw.get("/api/status").await;
+    assert_eq!(st["mcp"][0]["tool_count"], 3, "{st}");
+}

@@ -236,7 +236,9 @@ impl Tool for McpToolHandle {
             Err(e) => return Err(self.vanished_or(ctx.app, &conn, fail(e)).await),
         };
         if !server.fresh(ctx.now()) {
-            refresh_with(ctx.app, server, &conn).await.ok();
+            // The list is stale: fetch it again after answering, outside this call's time.
+            let (app, server) = (ctx.app.clone(), server.clone());
+            tokio::spawn(async move { refresh_with(&app, &server, &conn).await.ok() });
         }
         Ok(output(&result))
     }
