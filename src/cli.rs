@@ -5,6 +5,7 @@ mod checks;
 mod commands;
 mod cron;
 mod import;
+mod mcp;
 mod memory;
 
 use clap::{Parser, Subcommand};
@@ -63,6 +64,16 @@ pub enum Command {
         #[command(subcommand)]
         action: MemoryCmd,
     },
+    /// The configured MCP servers (`mcp_servers`).
+    Mcp {
+        /// Sub-command.
+        #[command(subcommand)]
+        action: McpCmd,
+    },
+    /// Testing aid (feature `testing`): a tiny MCP server on stdin/stdout.
+    #[cfg(feature = "testing")]
+    #[command(hide = true)]
+    McpDevStdio,
     /// Local NAS emulator: timer API, JWKS and real signed fire callbacks.
     ChronosDev {
         /// Address to listen on.
@@ -198,6 +209,21 @@ pub enum MemoryCmd {
         /// Apply this file instead of opening an editor (`-` reads stdin).
         #[arg(long, value_name = "PATH")]
         file: Option<PathBuf>,
+    },
+}
+
+/// `mcp` sub-commands.
+#[derive(Debug, Subcommand)]
+pub enum McpCmd {
+    /// Servers with their transport, state and tools (a missing or stale tool list is
+    /// fetched, and cached for `mcp_cache_seconds`).
+    List {
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+        /// Fetch every server's tool list now, even a fresh cached one.
+        #[arg(long)]
+        refresh: bool,
     },
 }
 

@@ -583,3 +583,40 @@ async fn lambda_on_dynamodb_wakes_and_recovers_a_turn_whose_sandbox_died() {
     let last = show["messages"].as_array().unwrap().last().cloned().unwrap();
     assert_eq!(last["role"], json!("assistant"), "the resumed turn answered: {show}");
 }
+
+/// An MCP tool works from the Lambda entry: a Streamable HTTP server's tools (listed once by
+/// `mcp list` into the store) are offered on the cold start without connecting, the model's
+/// call reaches the server, and a stdio entry is refused there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lambda_calls_an_mcp_tool_and_refuses_stdio_servers() {
+    let knobs = Arc::new(common::mcp_server::Knobs::default());
+    let url = common::mcp_server::start_server(knobs.clone()).await;
+    let llm = FakeLlm::start().await;
+    let home = TempHome::new("lambda-mcp");
+    let extra = format!("mcp_servers:\n  calc:\n    url: {url}\n  local:\n    command: /nonexistent/mcp-server\n");
+    home.write("config.yaml", &common::config(Some(&llm), None, &extra));
+    let h = home.path().to_path_buf();
+    let out = tokio::task::spawn_blocking(move || common::cli(&h, &["mcp", "list"], &[])).await.unwrap();
+    assert!(common::stdout(&out).contains("mcp_calc_add"), "{}", common::stderr(&out));
+    let listed = knobs.hits.load(std::sync::atomic::Ordering::SeqCst);
+
+    let (api, rapid) = start_rapid().await;
+    let mut f = Function::start(&api, rapid.clone(), home.path(), &[]);
+    llm.push(common::Reply::Tool { name: "mcp_calc_add".into(), args: json!({"a": 20, "b": 22}) });
+    llm.push(common::Reply::Text("forty-two".into()));
+    let auth = json!({"content-type": "application/json", "authorization": format!("Bearer {API_KEY}")});
+    let msg = json!({"chat_id": "c1", "user_id": "u1", "text": "add 20 and 22"}).to_string();
+    let (_, resp) = f.invoke(function_url("POST", "/api/messages", auth.clone(), Some(msg), false)).await;
+    assert_eq!(body_json(&resp)["reply"], json!("forty-two"), "{resp}");
+    let names: Vec<String> =
+        llm.requests()[0]["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap().to_string()).collect();
+    assert!(names.contains(&"mcp_calc_add".to_string()) && !names.iter().any(|n| n.starts_with("mcp_local_")), "{names:?}");
+    let tool = llm.requests()[1]["messages"].as_array().unwrap().iter().rev().find(|m| m["role"] == "tool").unwrap().clone();
+    assert_eq!(tool["content"], json!(json!({"result": "42"}).to_string()));
+    assert!(knobs.hits.load(std::sync::atomic::Ordering::SeqCst) > listed);
+
+    let (_, resp) = f.invoke(function_url("GET", "/api/status", auth, None, false)).await;
+    let st = body_json(&resp);
+    assert_eq!(st["mcp"][0]["state"], "connected", "{st}");
+    assert_eq!(st["mcp"][1]["state"], "refused: stdio servers run only self-hosted, not on Lambda", "{st}");
+}

@@ -83,6 +83,8 @@ pub(in crate::app) struct Inner {
     pub(in crate::app) fires: wake::Fires,
     /// The skills index, scanned lazily and cached with the directory's signature.
     pub(in crate::app) skills: skills::SkillCache,
+    /// The configured MCP servers and this process's connections to them.
+    pub(in crate::app) mcp: tools::mcp::McpHub,
 }
 
 /// What an [`App`] is built from: settings and adapters, chosen once at wiring time.
@@ -134,6 +136,7 @@ impl App {
     pub fn new(parts: Parts) -> Self {
         let Parts { cfg, home, store, llm, delivery, timers, clock, tools, owner, jwks } = parts;
         let fire_auth = fire_token::FireAuth::from_config(&cfg, jwks);
+        let mcp = tools::mcp::McpHub::from_settings(&cfg.settings, std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some());
         let mut live = recovery::Live::default();
         if let Some(owner) = owner {
             live.owner = owner;
@@ -152,6 +155,7 @@ impl App {
                 fire_auth,
                 fires: wake::Fires::default(),
                 skills: skills::SkillCache::default(),
+                mcp,
             }),
         }
     }

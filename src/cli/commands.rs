@@ -19,7 +19,8 @@ pub async fn dispatch(cmd: Command, home: PathBuf, cfg: Loaded) -> anyhow::Resul
             runtime::serve::run(listener, wired, runtime::serve::shutdown_signal(), idle_exit.map(std::time::Duration::from_secs)).await?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Chat => chat(runtime::build_app(&home, cfg).await?).await,
+        Command::Chat => chat(runtime::wire(&home, cfg).await?.app).await,
+        Command::Mcp { action } => super::mcp::run(runtime::build_app(&home, cfg).await?, action).await,
         Command::Sessions { action } => sessions(runtime::build_app(&home, cfg).await?, action).await,
         Command::Cron { action } => super::cron::run(runtime::build_app(&home, cfg).await?, action).await,
         Command::Memory { action } => super::memory::run(runtime::build_app(&home, cfg).await?, action).await,
@@ -32,6 +33,11 @@ pub async fn dispatch(cmd: Command, home: PathBuf, cfg: Loaded) -> anyhow::Resul
             let state = crate::dev::chronos::ChronosDev::new(key, issuer, audience, duplicates, clock)?;
             state.set_fire_early(fire_early_secs);
             crate::dev::chronos::run(listener, state, runtime::serve::shutdown_signal()).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        #[cfg(feature = "testing")]
+        Command::McpDevStdio => {
+            crate::dev::mcp_stdio::run().await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Doctor { create_table } => Ok(doctor(&home, cfg, create_table).await),

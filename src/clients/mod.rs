@@ -6,6 +6,7 @@
 pub mod eventbridge;
 pub mod jwks;
 pub mod llm;
+pub mod mcp;
 pub mod nas;
 
 use std::time::Duration;

@@ -56,6 +56,8 @@ pub struct Settings {
     pub prompt_caching: PromptCachingSettings,
     /// Hermes' `mcp_servers:` by name.
     pub mcp_servers: BTreeMap<String, McpServer>,
+    /// How long an MCP server's cached tool list is used before it is fetched again (s).
+    pub mcp_cache_seconds: u64,
     /// Hermes' legacy fallback: one entry or a list.
     pub fallback_model: Option<OneOrMany<FallbackEntry>>,
     /// Hermes' fallback chain, tried before `fallback_model`.
@@ -88,6 +90,7 @@ impl Default for Settings {
             streaming: StreamingSettings::default(),
             prompt_caching: PromptCachingSettings::default(),
             mcp_servers: BTreeMap::new(),
+            mcp_cache_seconds: 3600,
             fallback_model: None,
             fallback_providers: None,
         }

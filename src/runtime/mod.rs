@@ -111,8 +111,16 @@ pub async fn wire(home: &Path, cfg: Loaded) -> Result<Wired, StartError> {
     wire_as(home, cfg, None).await
 }
 
-/// [`wire`], with this process's lease owner id (default: `<host>:<pid>`).
+/// [`wire`], with this process's lease owner id (default: `<host>:<pid>`). The MCP servers'
+/// cached tools are offered (no connection; stale lists are fetched in the background).
 pub async fn wire_as(home: &Path, cfg: Loaded, owner: Option<String>) -> Result<Wired, StartError> {
+    let wired = wire_parts(home, cfg, owner).await?;
+    wired.app.mcp_warm().await;
+    Ok(wired)
+}
+
+/// Builds the app and the channels, nothing started.
+async fn wire_parts(home: &Path, cfg: Loaded, owner: Option<String>) -> Result<Wired, StartError> {
     let store = open_store(home, &cfg).await?;
     let llm = crate::clients::llm::from_config(&cfg);
     let channels = Arc::new(Channels::from_config(&cfg));
@@ -133,7 +141,8 @@ pub async fn wire_as(home: &Path, cfg: Loaded, owner: Option<String>) -> Result<
     Ok(Wired { app, channels })
 }
 
-/// Builds the app with real adapters (for commands that serve no webhooks).
+/// Builds the app with real adapters (for commands that serve no webhooks and run no agent
+/// turns: MCP tools are not warmed).
 pub async fn build_app(home: &Path, cfg: Loaded) -> Result<App, StartError> {
-    Ok(wire(home, cfg).await?.app)
+    Ok(wire_parts(home, cfg, None).await?.app)
 }

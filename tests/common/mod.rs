@@ -5,6 +5,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod anthropic;
+pub mod mcp_server;
 
 use axum::Json;
 use axum::extract::{Path, State};

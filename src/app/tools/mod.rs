@@ -11,6 +11,7 @@
 
 mod cronjob;
 mod current_time;
+pub mod mcp;
 mod memory;
 mod registry;
 #[cfg(test)]

@@ -140,6 +140,7 @@ pub async fn status(_: ApiKey, State(s): State<Arc<HttpState>>) -> Result<Json<V
     let mut v = s.app.jobs().status().await?;
     v["version"] = json!(env!("CARGO_PKG_VERSION"));
     v["timezone"] = json!(s.app.timezone().name());
+    v["mcp"] = json!(s.app.mcp_status());
     Ok(Json(v))
 }
 

@@ -602,6 +602,10 @@
       ? h('ul', {}, armed.map((a) => { const d = parseTime(a.fire_at); return h('li', {}, h('code', {}, a.job_id), ' — ', d ? `${fmt.format(d)} (${relative(d)})` : String(a.fire_at)); }))
       : null);
     add('Jobs', 'status-jobs', String(v.jobs ?? 0));
+    const mcp = v.mcp || [];
+    add('MCP servers', 'status-mcp', `${mcp.length}`, mcp.length
+      ? h('ul', {}, mcp.map((m) => h('li', {}, h('code', {}, m.name), ` (${m.transport}) — ${m.state}, ${m.tool_count} tools${m.cached_at ? `, listed ${m.cached_at}` : ''}`)))
+      : null);
     add('Store', 'status-store', v.store || '—');
     add('Gateway timezone', 'status-timezone', v.timezone || 'UTC');
     add('Version', 'status-version', v.version || '—');
