@@ -110,3 +110,23 @@ async fn a_full_disk_fails_the_claim_and_the_job_advance_together() {
     assert!(matches!(t.store.claim_occurrence(&occ, &next, at).await.unwrap(), Claim::Claimed(_)));
     assert!(t.store.ledger_begin(&occ, "telegram:1:", at).await.unwrap());
 }
+
+/// The store a user opens commits in WAL mode with `synchronous=FULL` (2): a commit is on
+/// disk before the call returns, so a power loss cannot forget a claim (issue #17 item 5).
+#[tokio::test]
+async fn an_opened_store_syncs_every_commit() {
+    let c = Capped::new();
+    let (mode, sync) = c
+        .store
+        .with(|conn| {
+            let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).map_err(super::backend)?;
+            let sync: i64 = conn.query_row("PRAGMA synchronous", [], |r| r.get(0)).map_err(super::backend)?;
+            Ok((mode, sync))
+        })
+        .await
+        .unwrap();
+    assert_eq!(mode, "wal");
+    if std::env::var_os("HZ_BENCH_SQLITE_SYNC").is_none() {
+        assert_eq!(sync, 2, "PRAGMA synchronous must be FULL (2), not NORMAL (1)");
+    }
+}
