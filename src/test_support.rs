@@ -1,16 +1,17 @@
 //! Shared pieces of the in-process tests: the [`TestApp`] builder (an app on the real
-//! in-memory store with a manual clock), its HTTP state, and a model that counts its calls.
+//! in-memory store with a manual clock), its HTTP state, a model that counts its calls and a
+//! delivery port that records what it sent.
 
 use crate::app::{App, Parts};
 use crate::clients::llm::offline::OfflineLlm;
 use crate::config::{Env, Loaded, load_settings, parse_yaml};
-use crate::ports::{ChatRequest, ChatResponse, Clock, Delivery, Llm, LlmError, ManualClock, Store};
+use crate::ports::{ChatRequest, ChatResponse, Clock, Delivery, DeliveryError, Llm, LlmError, ManualClock, Store, Target};
 use crate::store::sqlite::SqliteStore;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// A model that answers `reply` at once and counts its calls.
 pub struct CountingLlm {
@@ -153,5 +154,32 @@ impl TestApp {
             owner: self.owner,
             jwks: Arc::new(crate::clients::jwks::HttpJwks::default()),
         })
+    }
+}
+
+/// A delivery port for Telegram and Discord that records every message it was asked to send.
+#[derive(Default)]
+pub struct Outbox(Mutex<Vec<(Target, String)>>);
+
+#[async_trait]
+impl Delivery for Outbox {
+    fn delivers_to(&self, platform: &str) -> bool {
+        matches!(platform, "telegram" | "discord")
+    }
+    async fn send(&self, target: &Target, text: &str) -> Result<(), DeliveryError> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((target.clone(), text.to_string()));
+        Ok(())
+    }
+}
+
+impl Outbox {
+    /// Every message sent, with its target, in order.
+    pub fn all(&self) -> Vec<(Target, String)> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// The texts sent, in order.
+    pub fn sent(&self) -> Vec<String> {
+        self.all().into_iter().map(|(_, t)| t).collect()
     }
 }

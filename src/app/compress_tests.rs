@@ -6,8 +6,8 @@ use crate::app::{App, Inbound, ReplyPath};
 use crate::core::compress::{SUMMARIZER_SYSTEM, SUMMARY_PREFIX, SummaryIndex, meta_key};
 use crate::core::ids::{ChatType, Origin, SessionId};
 use crate::core::session::{Message, Role};
-use crate::ports::{ChatRequest, ChatResponse, Delivery, DeliveryError, Llm, LlmError, Target};
-use crate::test_support::TestApp;
+use crate::ports::{ChatRequest, ChatResponse, Llm, LlmError};
+use crate::test_support::{Outbox, TestApp};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use std::sync::{Arc, Mutex};
@@ -53,20 +53,6 @@ impl Llm for Scripted {
             assert!(out.queued, "stored for the next turn");
         }
         Ok(ChatResponse { content: format!("echo: {last}"), ..ChatResponse::default() })
-    }
-}
-
-#[derive(Default)]
-struct Outbox(Mutex<Vec<String>>);
-
-#[async_trait]
-impl Delivery for Outbox {
-    fn delivers_to(&self, platform: &str) -> bool {
-        platform == "telegram"
-    }
-    async fn send(&self, _: &Target, text: &str) -> Result<(), DeliveryError> {
-        self.0.lock().unwrap().push(text.to_string());
-        Ok(())
     }
 }
 
@@ -221,14 +207,14 @@ async fn an_interrupted_text_turn_delivers_nothing_of_its_own() {
     }
     app.handle_inbound(inbound("telegram", "second")).await.unwrap();
     first.await.unwrap().unwrap();
-    while !outbox.0.lock().unwrap().iter().any(|t| t == "echo: second") {
-        assert!(started.elapsed() < Duration::from_secs(10), "the latest message was not answered: {:?}", outbox.0.lock().unwrap());
+    while !outbox.sent().iter().any(|t| t == "echo: second") {
+        assert!(started.elapsed() < Duration::from_secs(10), "the latest message was not answered: {:?}", outbox.sent());
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(started.elapsed() < Duration::from_secs(3), "the text-only turn stopped before its model answered");
     // Past the slow answer's time: it was never sent nor stored.
     tokio::time::sleep(Duration::from_millis(3500)).await;
-    let sent = outbox.0.lock().unwrap().clone();
+    let sent = outbox.sent();
     assert!(!sent.iter().any(|t| t == "echo: slow"), "{sent:?}");
     assert_eq!(sent.iter().filter(|t| t.starts_with("echo:")).count(), 1, "{sent:?}");
     let e = app.inner.store.list_entries(10).await.unwrap().remove(0);
@@ -244,11 +230,11 @@ async fn an_answer_that_arrives_after_a_newer_message_is_dropped() {
     assert!(llm.1.set(app.clone()).is_ok());
     app.handle_inbound(inbound("telegram", "race")).await.unwrap();
     let started = tokio::time::Instant::now();
-    while !outbox.0.lock().unwrap().iter().any(|t| t == "echo: newer") {
-        assert!(started.elapsed() < Duration::from_secs(10), "the newer message was not answered: {:?}", outbox.0.lock().unwrap());
+    while !outbox.sent().iter().any(|t| t == "echo: newer") {
+        assert!(started.elapsed() < Duration::from_secs(10), "the newer message was not answered: {:?}", outbox.sent());
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let sent = outbox.0.lock().unwrap().clone();
+    let sent = outbox.sent();
     assert!(!sent.iter().any(|t| t == "echo: race"), "the superseded answer was sent: {sent:?}");
     let e = app.inner.store.list_entries(10).await.unwrap().remove(0);
     let stored = app.inner.store.recent_messages(&e.session_id, 20).await.unwrap();

@@ -7,13 +7,13 @@ use crate::app::{App, Inbound, ReplyPath};
 use crate::core::ids::{ChatType, Origin, SessionId, SessionKey};
 use crate::core::job::{Job, JobState, RunOutcome, RunRecord, RunStatus, RunningMark};
 use crate::core::session::{Lease, SessionEntry};
-use crate::ports::{ChatRequest, ChatResponse, Delivery, DeliveryError, Llm, LlmError, ManualClock, Store, Target};
+use crate::ports::{ChatRequest, ChatResponse, Llm, LlmError, ManualClock, Store};
 use crate::store::sqlite::SqliteStore;
-use crate::test_support::TestApp;
+use crate::test_support::{Outbox, TestApp};
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 
 /// A model whose first call blocks until released (and answers `stale answer`); later calls
 /// answer `fresh answer` at once.
@@ -33,26 +33,6 @@ impl Llm for BlockingLlm {
             return Ok(ChatResponse { content: "stale answer".into(), ..ChatResponse::default() });
         }
         Ok(ChatResponse { content: "fresh answer".into(), ..ChatResponse::default() })
-    }
-}
-
-#[derive(Default)]
-struct Outbox(Mutex<Vec<String>>);
-
-#[async_trait]
-impl Delivery for Outbox {
-    fn delivers_to(&self, platform: &str) -> bool {
-        platform == "telegram"
-    }
-    async fn send(&self, _: &Target, text: &str) -> Result<(), DeliveryError> {
-        self.0.lock().unwrap().push(text.to_string());
-        Ok(())
-    }
-}
-
-impl Outbox {
-    fn sent(&self) -> Vec<String> {
-        self.0.lock().unwrap().clone()
     }
 }
 

@@ -4,8 +4,8 @@
 use crate::app::{App, Inbound, ReplyPath};
 
 use crate::core::ids::{ChatType, Origin, SessionKey};
-use crate::ports::{ChatRequest, ChatResponse, Delivery, DeliveryError, Llm, LlmError, ManualClock, QueuedItem, Target};
-use crate::test_support::{CountingLlm, TestApp};
+use crate::ports::{ChatRequest, ChatResponse, Llm, LlmError, ManualClock, QueuedItem};
+use crate::test_support::{CountingLlm, Outbox, TestApp};
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
 use std::sync::{Arc, Mutex};
@@ -22,20 +22,6 @@ impl Llm for EchoLlm {
         self.0.lock().unwrap().push(req.clone());
         let last = req.messages.last().map(|m| m.content.clone()).unwrap_or_default();
         Ok(ChatResponse { content: format!("echo: {last}"), ..ChatResponse::default() })
-    }
-}
-
-#[derive(Default)]
-struct Outbox(Mutex<Vec<(Target, String)>>);
-
-#[async_trait]
-impl Delivery for Outbox {
-    fn delivers_to(&self, platform: &str) -> bool {
-        matches!(platform, "telegram" | "discord")
-    }
-    async fn send(&self, target: &Target, text: &str) -> Result<(), DeliveryError> {
-        self.0.lock().unwrap().push((target.clone(), text.to_string()));
-        Ok(())
     }
 }
 
@@ -105,7 +91,7 @@ async fn daily_reset_in_the_configured_timezone_tells_telegram_users() {
     k.clock.set("2026-01-02T03:00:00Z".parse().unwrap());
     let next = k.app.handle_inbound(inbound("telegram", "good morning")).await.unwrap();
     assert_ne!(next.session_id, same.session_id);
-    let sent: Vec<String> = k.outbox.0.lock().unwrap().iter().map(|(_, t)| t.clone()).collect();
+    let sent: Vec<String> = k.outbox.sent();
     assert!(
         sent.contains(&"◐ Session automatically reset (daily schedule at 4:00). Conversation history cleared.".to_string()),
         "{sent:?}"
@@ -190,9 +176,9 @@ async fn a_message_its_caller_answers_sends_nothing_to_the_origin() {
     assert_eq!(out.reply.as_deref(), Some("echo: hello"));
     let help = Inbound { reply: ReplyPath::Caller, ..inbound("discord", "/help") };
     assert!(k.app.handle_inbound(help).await.unwrap().reply.is_some());
-    assert!(k.outbox.0.lock().unwrap().is_empty(), "the caller answers from the outcome");
+    assert!(k.outbox.all().is_empty(), "the caller answers from the outcome");
     k.app.handle_inbound(inbound("discord", "again")).await.unwrap();
-    let sent: Vec<String> = k.outbox.0.lock().unwrap().iter().map(|(t, s)| format!("{}:{}:{s}", t.platform, t.chat_id)).collect();
+    let sent: Vec<String> = k.outbox.all().iter().map(|(t, s)| format!("{}:{}:{s}", t.platform, t.chat_id)).collect();
     assert_eq!(sent, ["discord:c1:echo: again"]);
 }
 
