@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use axum::body::Body;
 use axum::http::Request;
 use chrono::{DateTime, Utc};
-use hermes_zero::app::{App, Parts};
+use hermes_zero::app::App;
 use hermes_zero::config::{Env, load_settings, parse_yaml};
 use hermes_zero::core::ids::{SessionId, SessionKey};
 use hermes_zero::core::job::{Job, Occurrence, RunRecord};
@@ -27,7 +27,7 @@ use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use support::{Instant0, NoDelivery, job, msg, pct};
+use support::{job, msg, pct};
 use tower::ServiceExt;
 
 /// Counts store port calls (each is one SQLite transaction or one DynamoDB request/transaction).
@@ -168,18 +168,7 @@ fn app(dir: &std::path::Path) -> (App, Arc<Counting>) {
     let mut cfg = load_settings(dir, None, &Env::default()).unwrap();
     cfg.settings = settings;
     let store = Arc::new(Counting(Arc::new(SqliteStore::open(&dir.join("state.db")).unwrap()), AtomicU64::new(0)));
-    let app = App::new(Parts {
-        cfg: Arc::new(cfg),
-        home: dir.to_path_buf(),
-        store: store.clone(),
-        llm: Arc::new(Instant0),
-        delivery: Arc::new(NoDelivery),
-        clock: Arc::new(SystemClock),
-        timers: Arc::new(PollingTimers),
-        tools: Arc::new(hermes_zero::app::tools::builtin()),
-        owner: None,
-        jwks: Arc::new(hermes_zero::clients::jwks::HttpJwks::default()),
-    });
+    let app = support::app(dir, cfg, store.clone());
     (app, store)
 }
 

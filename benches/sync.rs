@@ -11,29 +11,17 @@
 mod support;
 
 use chrono::{DateTime, Utc};
-use hermes_zero::app::{App, Parts};
+use hermes_zero::app::App;
 use hermes_zero::config::{Env, load_settings};
 use hermes_zero::core::job::Occurrence;
 use hermes_zero::ports::*;
 use hermes_zero::store::sqlite::SqliteStore;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{Instant0, NoDelivery, job, msg, pct};
+use support::{job, msg, pct};
 
 fn app(dir: &std::path::Path, store: Arc<dyn Store>) -> App {
-    let cfg = load_settings(dir, None, &Env::default()).unwrap();
-    App::new(Parts {
-        cfg: Arc::new(cfg),
-        home: dir.to_path_buf(),
-        store,
-        llm: Arc::new(Instant0),
-        delivery: Arc::new(NoDelivery),
-        clock: Arc::new(SystemClock),
-        timers: Arc::new(PollingTimers),
-        tools: Arc::new(hermes_zero::app::tools::builtin()),
-        owner: None,
-        jwks: Arc::new(hermes_zero::clients::jwks::HttpJwks::default()),
-    })
+    support::app(dir, load_settings(dir, None, &Env::default()).unwrap(), store)
 }
 
 fn report(level: &str, name: &str, mut lat: Vec<Duration>, wall: Duration) {

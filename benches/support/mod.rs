@@ -1,13 +1,15 @@
-//! What the benchmarks share: an instant model, a delivery that goes nowhere, percentiles,
-//! an API message and a due hourly job.
+//! What the benchmarks share: an app on an instant model and a delivery that goes nowhere,
+//! percentiles, an API message and a due hourly job.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use hermes_zero::app::{Inbound, ReplyPath};
+use hermes_zero::app::{App, Inbound, Parts, ReplyPath};
+use hermes_zero::config::Loaded;
 use hermes_zero::core::ids::{ChatType, Origin};
 use hermes_zero::core::job::Job;
 use hermes_zero::ports::*;
 use serde_json::json;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A model that answers "ok" at once.
@@ -59,4 +61,21 @@ pub fn job(id: &str, at: DateTime<Utc>) -> Job {
     let v = json!({"id": id, "schedule": "every 1h", "prompt": "p", "deliver": "local"});
     let s = hermes_zero::core::jobfile::parse_job(&v, at, chrono_tz::UTC).unwrap();
     Job { next_run_at: Some(at), ..Job::from_spec(&s, false, at, chrono_tz::UTC) }
+}
+
+/// An app on `store` with the settings `cfg`, the instant model, no delivery, the system clock
+/// and the built-in ticker's timers.
+pub fn app(dir: &std::path::Path, cfg: Loaded, store: Arc<dyn Store>) -> App {
+    App::new(Parts {
+        cfg: Arc::new(cfg),
+        home: dir.to_path_buf(),
+        store,
+        llm: Arc::new(Instant0),
+        delivery: Arc::new(NoDelivery),
+        clock: Arc::new(SystemClock),
+        timers: Arc::new(PollingTimers),
+        tools: Arc::new(hermes_zero::app::tools::builtin()),
+        owner: None,
+        jwks: Arc::new(hermes_zero::clients::jwks::HttpJwks::default()),
+    })
 }
