@@ -53,6 +53,7 @@ pub fn msg(chat: &str, text: &str) -> Inbound {
         message_id: None,
         user_name: None,
         reply: ReplyPath::Caller,
+        attachments: Vec::new(),
     }
 }
 

@@ -60,7 +60,14 @@ fn origin(chat: &str) -> Origin {
 }
 
 fn inbound(text: &str) -> Inbound {
-    Inbound { origin: origin("c1"), text: text.into(), message_id: None, user_name: None, reply: ReplyPath::Origin }
+    Inbound {
+        origin: origin("c1"),
+        text: text.into(),
+        message_id: None,
+        user_name: None,
+        reply: ReplyPath::Origin,
+        attachments: Vec::new(),
+    }
 }
 
 /// Polls `f` every 10 ms for up to 5 s.

@@ -48,6 +48,7 @@ fn inbound(platform: &str, text: &str) -> Inbound {
         message_id: None,
         user_name: None,
         reply: ReplyPath::Origin,
+        attachments: Vec::new(),
     }
 }
 

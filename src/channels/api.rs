@@ -41,6 +41,7 @@ impl MessageRequest {
             message_id: self.message_id.filter(|m| !m.is_empty()),
             user_name: self.user_name,
             reply: ReplyPath::Caller,
+            attachments: Vec::new(),
         })
     }
 }

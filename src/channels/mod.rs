@@ -28,7 +28,7 @@ use axum::http::{HeaderMap, Method, StatusCode};
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-pub use crate::core::inbound::{Inbound, ReplyPath};
+pub use crate::core::inbound::{Attachment, AttachmentKind, Inbound, ReplyPath};
 
 /// One webhook route a channel serves; the router adds it as it is.
 #[derive(Debug, Clone)]
@@ -203,6 +203,12 @@ pub trait Channel: Send + Sync {
     /// Replaces the text of a sent message (streaming replies). Default: not supported.
     async fn edit(&self, _target: &Target, _message_id: &str, _text: &str) -> Result<(), DeliveryError> {
         Err(DeliveryError::Permanent(format!("{} messages cannot be edited yet", self.name())))
+    }
+
+    /// Downloads an inbound [`Attachment`]'s bytes, refusing more than `max_bytes` (checked
+    /// against the announced size first, then while reading). Default: not supported.
+    async fn fetch(&self, _attachment: &Attachment, _max_bytes: usize) -> Result<Vec<u8>, DeliveryError> {
+        Err(DeliveryError::Permanent(format!("{} files cannot be fetched yet", self.name())))
     }
 }
 

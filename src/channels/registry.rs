@@ -94,4 +94,14 @@ impl Delivery for Channels {
         let channel = self.channel(target)?;
         with_retry(channel.name(), self.backoff, || channel.send(target, part)).await.map(|_| ())
     }
+
+    async fn fetch(
+        &self,
+        platform: &str,
+        attachment: &crate::core::inbound::Attachment,
+        max_bytes: usize,
+    ) -> Result<Vec<u8>, DeliveryError> {
+        let channel = self.get(platform).ok_or_else(|| DeliveryError::NotConfigured(platform.to_string()))?;
+        with_retry(channel.name(), self.backoff, || channel.fetch(attachment, max_bytes)).await
+    }
 }

@@ -41,7 +41,14 @@ impl Channel for Fake {
         self.parsed.fetch_add(1, Ordering::SeqCst);
         let text = std::str::from_utf8(req.body).map_err(|e| ChannelError::BadRequest(e.to_string()))?;
         let origin = Origin::new("fake", "room", ChatType::Dm, Some("u1"), None).map_err(|e| ChannelError::BadRequest(e.to_string()))?;
-        Ok(Received::Turn(Inbound { origin, text: text.into(), message_id: None, user_name: None, reply: ReplyPath::Origin }))
+        Ok(Received::Turn(Inbound {
+            origin,
+            text: text.into(),
+            message_id: None,
+            user_name: None,
+            reply: ReplyPath::Origin,
+            attachments: Vec::new(),
+        }))
     }
     fn limit(&self) -> usize {
         5

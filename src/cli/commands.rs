@@ -79,6 +79,7 @@ async fn chat(app: App) -> anyhow::Result<ExitCode> {
             message_id: None,
             user_name: Some(user.clone()),
             reply: ReplyPath::Origin,
+            attachments: Vec::new(),
         };
         match app.sessions().handle_inbound(msg).await {
             Ok(out) => {

@@ -17,6 +17,43 @@ pub struct Inbound {
     pub user_name: Option<String>,
     /// How the replies of this message's handling reach the sender.
     pub reply: ReplyPath,
+    /// Files that came with the message (photos, voice notes, documents), by platform
+    /// reference; fetched through the channel when the turn runs.
+    pub attachments: Vec<Attachment>,
+}
+
+/// What kind of file an [`Attachment`] is, as far as the agent cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttachmentKind {
+    /// A photo or image (a vision model gets it as an image part).
+    Image,
+    /// A voice note or audio file (transcribed; the transcript is the message).
+    Audio,
+    /// A document (inlined when it is small text).
+    Document,
+    /// Anything else (video, sticker, …): answered with one line saying it cannot be read.
+    Other,
+}
+
+/// One file attached to an inbound message: a platform reference, not the bytes (the
+/// channel fetches them with size caps when the turn needs them).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Attachment {
+    /// Kind.
+    pub kind: AttachmentKind,
+    /// The platform's reference: a Telegram `file_id`, a WhatsApp media id, a Slack
+    /// `url_private`.
+    pub id: String,
+    /// MIME type, when the platform said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime: Option<String>,
+    /// File name, when the platform said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Size in bytes, when the platform said (checked against the cap before fetching).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
 }
 
 /// How the replies produced while handling one message (its command answer, turn reply,

@@ -59,4 +59,14 @@ pub trait Delivery: Send + Sync {
     async fn send_part(&self, target: &Target, part: &str) -> Result<(), DeliveryError> {
         self.send(target, part).await
     }
+    /// Downloads a file that came with an inbound message on `platform`, at most
+    /// `max_bytes`. Default: not supported.
+    async fn fetch(
+        &self,
+        platform: &str,
+        _attachment: &crate::core::inbound::Attachment,
+        _max_bytes: usize,
+    ) -> Result<Vec<u8>, DeliveryError> {
+        Err(DeliveryError::NotConfigured(platform.to_string()))
+    }
 }

@@ -39,7 +39,7 @@ fn setup() -> (App, Arc<Scripted>, Arc<ManualClock>) {
 
 async fn say(app: &App, chat: &str, text: &str) {
     let origin = Origin::new("api", chat, ChatType::Dm, Some("u1"), None).unwrap();
-    let msg = Inbound { origin, text: text.into(), message_id: None, user_name: None, reply: ReplyPath::Caller };
+    let msg = Inbound { origin, text: text.into(), message_id: None, user_name: None, reply: ReplyPath::Caller, attachments: Vec::new() };
     app.sessions().handle_inbound(msg).await.unwrap();
 }
 

@@ -28,7 +28,14 @@ fn origin(chat: &str) -> Origin {
 
 /// One chat turn; the conversation it ran in.
 async fn say(app: &App, chat: &str, text: &str) -> SessionId {
-    let msg = Inbound { origin: origin(chat), text: text.into(), message_id: None, user_name: None, reply: ReplyPath::Origin };
+    let msg = Inbound {
+        origin: origin(chat),
+        text: text.into(),
+        message_id: None,
+        user_name: None,
+        reply: ReplyPath::Origin,
+        attachments: Vec::new(),
+    };
     SessionId::parse(&app.handle_inbound(msg).await.unwrap().session_id).unwrap()
 }
 

@@ -102,7 +102,7 @@ fn command(i: Interaction, client: &InteractionClient, busy_mode: BusyInputMode)
     };
     let (origin, user_name) = origin_of(&i)?;
     let message_id = (!i.id.is_empty()).then(|| i.id.clone());
-    let msg = Inbound { origin, text, message_id, user_name, reply: ReplyPath::Caller };
+    let msg = Inbound { origin, text, message_id, user_name, reply: ReplyPath::Caller, attachments: Vec::new() };
     let then = Followups { client: client.clone(), application_id, token, busy_mode };
     Ok(Received::Deferred { msg, ack: WebReply::json(json!({"type": DEFERRED_CHANNEL_MESSAGE})), then: Some(Box::new(then)) })
 }

@@ -58,7 +58,14 @@ fn normalize(update: Update) -> Result<Result<Inbound, &'static str>, ChannelErr
         Origin::new("telegram", &m.chat.id.to_string(), chat_type, user.as_deref(), thread.as_deref()).map_err(|e| bad(e.to_string()))?;
     origin.chat_name = m.chat.title.clone().or_else(|| m.from.as_ref().and_then(|f| f.username.clone().or(f.first_name.clone())));
     let user_name = m.from.as_ref().and_then(|f| f.first_name.clone());
-    Ok(Ok(Inbound { origin, text, message_id: Some(m.message_id.to_string()), user_name, reply: ReplyPath::Origin }))
+    Ok(Ok(Inbound {
+        origin,
+        text,
+        message_id: Some(m.message_id.to_string()),
+        user_name,
+        reply: ReplyPath::Origin,
+        attachments: Vec::new(),
+    }))
 }
 
 #[async_trait]
