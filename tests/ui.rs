@@ -370,6 +370,11 @@ async fn status(c: &Client) -> Result<()> {
     text_contains(c, "[data-testid=status-store]", "sqlite").await?;
     text_contains(c, "[data-testid=status-provider]", "builtin").await?;
     text_contains(c, "[data-testid=status-why]", "cron.provider is builtin").await?;
+    // The 14-day usage chart: one bar per day, today's counts from the journey so far.
+    count(c, "[data-testid=usage-bar]", 14).await?;
+    let totals = text_contains(c, "[data-testid=usage-totals]", "job run").await?;
+    ensure!(!totals.starts_with("14 days: 0 turns") && !totals.contains(" 0 job runs"), "usage totals: {totals}");
+    text_contains(c, "[data-testid=usage-estimate]", "Estimated cost").await?;
     shot(c, "ui-status.png").await?;
     Ok(())
 }

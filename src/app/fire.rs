@@ -241,8 +241,11 @@ impl App {
             fence: None,
         };
         match tokio::time::timeout(budget, agent::run(self, spec, || async { false })).await {
-            Ok(Ok(out)) if out.reply.trim().is_empty() => Err("the model returned an empty answer".into()),
-            Ok(Ok(out)) => Ok(out.reply),
+            Ok(Ok(out)) => {
+                let model_seconds = (self.inner.clock.now() - started).num_milliseconds() as f64 / 1000.0;
+                self.count_job_run(out.input_tokens, out.output_tokens, model_seconds);
+                if out.reply.trim().is_empty() { Err("the model returned an empty answer".into()) } else { Ok(out.reply) }
+            }
             Ok(Err(e)) => Err(e.to_string()),
             Err(_) => Err(format!("timed out after {} s", budget.as_secs())),
         }

@@ -31,6 +31,7 @@ mod status;
 mod tool_guard;
 pub mod tools;
 mod turns;
+pub mod usage;
 mod wake;
 
 pub use fire::FireStatus;
@@ -85,6 +86,8 @@ pub(in crate::app) struct Inner {
     pub(in crate::app) skills: skills::SkillCache,
     /// The configured MCP servers and this process's connections to them.
     pub(in crate::app) mcp: tools::mcp::McpHub,
+    /// Usage counted in memory until the next flush (docs/design.md#usage).
+    pub(in crate::app) usage: usage::Usage,
 }
 
 /// What an [`App`] is built from: settings and adapters, chosen once at wiring time.
@@ -156,6 +159,7 @@ impl App {
                 fires: wake::Fires::default(),
                 skills: skills::SkillCache::default(),
                 mcp,
+                usage: usage::Usage::default(),
             }),
         }
     }

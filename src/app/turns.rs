@@ -78,11 +78,13 @@ impl App {
             self.send_fenced(entry, &fence, path, &format!("notice{i}"), n).await?;
         }
         let renewal = self.renew_in_background(&fence);
+        let started = self.inner.clock.now();
         let result = self.run_agent(entry, &fence, notes).await;
         drop(renewal);
         match result {
             Ok(out) => {
                 let now = self.inner.clock.now();
+                self.count_turn(out.input_tokens, out.output_tokens, (now - started).num_milliseconds() as f64 / 1000.0);
                 let updated = self
                     .update_leased(key, &token, &[], |e| {
                         e.input_tokens += out.input_tokens;

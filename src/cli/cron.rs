@@ -89,7 +89,10 @@ async fn exec(app: &App, cmd: CronCmd) -> Result<(), AppError> {
             println!("resumed {}, next run {}", j.id, fmt_time(app, j.next_run_at));
         }
         CronCmd::Remove { id } => println!("removed {}", app.jobs().remove(&id).await?.id),
-        CronCmd::Run { id } => run_now(app, &id).await?,
+        CronCmd::Run { id } => {
+            run_now(app, &id).await?;
+            app.flush_usage(true).await;
+        }
         CronCmd::Runs { id, json } => runs(app, &id, json).await?,
         CronCmd::Sync => {
             let r = app.jobs().sync_file().await?;
@@ -104,6 +107,7 @@ async fn exec(app: &App, cmd: CronCmd) -> Result<(), AppError> {
         }
         CronCmd::Tick => {
             ticker::tick(app, true).await;
+            app.flush_usage(true).await;
             println!("tick done");
         }
         CronCmd::Status => {

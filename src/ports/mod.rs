@@ -19,8 +19,8 @@ pub use delivery::{Delivery, DeliveryError, Target};
 pub use keys::JwksSource;
 pub use llm::{ChatRequest, ChatResponse, Llm, LlmError, ToolSpec};
 pub use store::{
-    Appended, Claim, InboundId, JobStore, LedgerStore, MetaStore, QueueStore, QueuedItem, SearchHit, SessionChange, SessionStore, Store,
-    StoreError,
+    Appended, Claim, Counts, InboundId, JobStore, LedgerStore, MetaStore, QueueStore, QueuedItem, SearchHit, SessionChange, SessionStore,
+    Store, StoreError,
 };
 pub use timers::{PollingTimers, ReconcileReport, TimerError, TimerProvider, Timers, WAKE_ID};
 

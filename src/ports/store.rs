@@ -270,4 +270,20 @@ pub trait MetaStore: Send + Sync {
 
     /// Deletes a small named record.
     async fn delete_meta(&self, key: &str) -> Result<(), StoreError>;
+
+    /// Adds each `(name, delta)` to the named counters of the record `key` (absent counters
+    /// start at zero), atomically across processes: the usage counters of the dashboard
+    /// (docs/design.md#usage). Names are `[a-z_]+`. Default: counters are not kept.
+    async fn add_counts(&self, _key: &str, _deltas: &[(&str, i64)]) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// The counters of each record in `keys`, in order (an absent record is empty), in one
+    /// request. Default: all empty.
+    async fn get_counts(&self, keys: &[String]) -> Result<Vec<Counts>, StoreError> {
+        Ok(vec![Counts::new(); keys.len()])
+    }
 }
+
+/// Named counters of one record (see [`MetaStore::add_counts`]).
+pub type Counts = std::collections::BTreeMap<String, i64>;

@@ -303,6 +303,8 @@ where
                 );
             }
             arm_wake(&app).await;
+            // At most one counter write a minute per sandbox (docs/design.md#usage).
+            app.flush_usage(false).await;
             result
         })
     }

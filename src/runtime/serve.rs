@@ -77,6 +77,7 @@ pub async fn run(
     app.recovery().reconcile_if_managed().await;
     app.recovery().startup_sweep().await?;
     let ticker = tokio::spawn(super::ticker::run(app.clone()));
+    let usage = tokio::spawn(flush_usage_every_minute(app.clone()));
     tracing::info!(%addr, store = app.store_kind(), model = app.model_name(), idle_exit_secs = idle_exit.map(|d| d.as_secs()), "hermes-zero listening");
     println!("hermes-zero listening on http://{addr}");
     let activity = Arc::new(Activity::default());
@@ -100,13 +101,26 @@ pub async fn run(
         () = idle => tracing::info!(idle_secs = idle_exit.map(|d| d.as_secs()), "idle: stopping"),
     }
     ticker.abort();
+    usage.abort();
     app.recovery().begin_shutdown().await;
     let _ = stop_tx.send(());
     let drained = app.recovery().finish_shutdown().await;
     let _ = tokio::time::timeout(Duration::from_secs(2), server).await;
     arm_leftover_wake(&app).await;
+    app.flush_usage(true).await;
     tracing::info!(clean = drained, "hermes-zero stopped");
     Ok(())
+}
+
+/// Writes the usage counted in memory once a minute (docs/design.md#usage).
+async fn flush_usage_every_minute(app: App) {
+    let mut every = tokio::time::interval(Duration::from_secs(60));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    every.tick().await;
+    loop {
+        every.tick().await;
+        app.flush_usage(false).await;
+    }
 }
 
 /// After the drain: arms a wake for the stored chat work that is left (turns the drain cut,

@@ -43,6 +43,7 @@ pub fn routes() -> Router<Arc<HttpState>> {
         .route("/api/skills", get(skills))
         .route("/api/sessions/reset", post(reset_session))
         .route("/api/status", get(status))
+        .route("/api/usage", get(usage))
 }
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {
@@ -142,6 +143,12 @@ pub async fn status(_: ApiKey, State(s): State<Arc<HttpState>>) -> Result<Json<V
     v["timezone"] = json!(s.app.timezone().name());
     v["mcp"] = json!(s.app.mcp_status());
     Ok(Json(v))
+}
+
+/// `GET /api/usage`: turns, job runs, tokens and store requests per day for the last 14 days,
+/// and the estimated monthly cost (docs/cost.md).
+pub async fn usage(_: ApiKey, State(s): State<Arc<HttpState>>) -> Result<Json<Value>, ApiError> {
+    Ok(Json(s.app.usage().await?))
 }
 
 #[cfg(test)]
@@ -321,6 +328,30 @@ mod tests {
         assert_eq!(old["session"]["end_reason"], "session_reset");
         let (_, new) = kit.get(&format!("/api/sessions/{}", v["session_id"].as_str().unwrap())).await;
         assert_eq!(new["messages"], json!([]), "history cleared");
+    }
+
+    #[tokio::test]
+    async fn usage_counts_turns_per_day_for_fourteen_days() {
+        let kit = Kit::new("UTC");
+        let (s, v) = kit.get("/api/usage").await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        let days = v["days"].as_array().unwrap();
+        assert_eq!(days.len(), 14);
+        assert_eq!(days[0]["day"], "2026-01-02");
+        assert_eq!(days[13]["day"], "2026-01-15");
+        assert_eq!(days[13]["turns"], 0);
+        for text in ["hello", "again"] {
+            let (s, v) = kit.post("/api/messages", json!({"chat_id": "c1", "user_id": "u1", "text": text})).await;
+            assert_eq!(s, StatusCode::OK, "{v}");
+        }
+        let (_, v) = kit.get("/api/usage").await;
+        let today = &v["days"][13];
+        assert_eq!(today["turns"], 2, "{v}");
+        assert_eq!(v["days"][12]["turns"], 0);
+        assert_eq!(v["estimate"]["store_usd_per_month"], 0.0, "SQLite costs nothing per request: {v}");
+        assert!(v["estimate"]["basis"].as_str().unwrap().contains("2026-12-01"));
+        let (s, _) = kit.send(Request::get("/api/usage").body(Body::empty()).unwrap()).await;
+        assert_eq!(s, StatusCode::UNAUTHORIZED);
     }
 
     #[tokio::test]

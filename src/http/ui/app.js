@@ -588,7 +588,63 @@
 
   // ------------------------------------------------------------------ Status
 
-  async function loadStatus() { renderStatus(await api('GET', 'api/status')); }
+  async function loadStatus() {
+    const [status, usage] = await Promise.all([api('GET', 'api/status'), api('GET', 'api/usage')]);
+    renderStatus(status);
+    renderUsage(usage);
+  }
+
+  // The 14-day usage chart: inline SVG built here (no CDN, no library). Bars: turns and job
+  // runs per day (stacked); the table under it has every counter for screen readers.
+  const SVG = 'http://www.w3.org/2000/svg';
+  function s(tag, attrs, ...kids) {
+    const el = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs || {})) el.setAttribute(k, String(v));
+    for (const kid of kids.flat(Infinity)) if (kid !== null && kid !== undefined) el.append(kid instanceof Node ? kid : document.createTextNode(String(kid)));
+    return el;
+  }
+  const compact = new Intl.NumberFormat(undefined, { notation: 'compact', maximumFractionDigits: 1 });
+
+  function usageChart(days) {
+    const W = 560, H = 180, top = 12, bottom = 28, left = 36, right = 8;
+    const max = Math.max(1, ...days.map((d) => d.turns + d.job_runs));
+    const bw = (W - left - right) / days.length;
+    const y = (v) => top + (H - top - bottom) * (1 - v / max);
+    const bars = days.map((d, i) => {
+      const x = left + i * bw + 2, w = Math.max(1, bw - 4);
+      const label = `${d.day}: ${d.turns} turns, ${d.job_runs} job runs, ${d.input_tokens + d.output_tokens} tokens, ${d.store_requests} store requests`;
+      return s('g', { 'data-testid': 'usage-bar', 'data-day': d.day },
+        s('title', {}, label),
+        s('rect', { x, y: y(d.turns), width: w, height: y(0) - y(d.turns), class: 'bar-turns' }),
+        s('rect', { x, y: y(d.turns + d.job_runs), width: w, height: y(d.turns) - y(d.turns + d.job_runs), class: 'bar-runs' }),
+        i % 2 === days.length % 2 ? null : s('text', { x: x + w / 2, y: H - 10, 'text-anchor': 'middle', class: 'axis' }, d.day.slice(5)));
+    });
+    return s('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': 'Turns and job runs per day, last 14 days', class: 'chart', 'data-testid': 'usage-chart' },
+      s('line', { x1: left, x2: W - right, y1: y(0), y2: y(0), class: 'axis-line' }),
+      s('text', { x: left - 4, y: y(max) + 4, 'text-anchor': 'end', class: 'axis' }, compact.format(max)),
+      s('text', { x: left - 4, y: y(0), 'text-anchor': 'end', class: 'axis' }, '0'),
+      bars);
+  }
+
+  const n = (count, word) => `${count} ${word}${count === 1 ? '' : 's'}`;
+
+  function renderUsage(v) {
+    const days = v.days || [];
+    const sum = (k) => days.reduce((a, d) => a + (d[k] || 0), 0);
+    const e = v.estimate || {};
+    const usd = (x) => `$${Number(x || 0).toFixed(x >= 1 ? 2 : 4)}`;
+    const table = h('table', { class: 'usage-table', 'data-testid': 'usage-table' },
+      h('thead', {}, h('tr', {}, ['Day', 'Turns', 'Job runs', 'Tokens', 'Store requests'].map((t) => h('th', { scope: 'col' }, t)))),
+      h('tbody', {}, days.slice().reverse().map((d) => h('tr', {},
+        h('td', {}, d.day), h('td', {}, d.turns), h('td', {}, d.job_runs), h('td', {}, compact.format(d.input_tokens + d.output_tokens)), h('td', {}, d.store_requests)))));
+    $('usage').replaceChildren(
+      h('p', { class: 'legend' }, h('span', { class: 'swatch turns' }), ' turns ', h('span', { class: 'swatch runs' }), ' job runs'),
+      usageChart(days),
+      h('p', { 'data-testid': 'usage-totals' }, `14 days: ${n(sum('turns'), 'turn')}, ${n(sum('job_runs'), 'job run')}, ${compact.format(sum('input_tokens') + sum('output_tokens'))} tokens, ${n(sum('store_requests'), 'store request')}.`),
+      h('p', { 'data-testid': 'usage-estimate' }, h('strong', {}, `Estimated cost: ${usd(e.total_usd_per_month)} / month`),
+        ` (compute ${usd(e.lambda_usd_per_month)}, store ${usd(e.store_usd_per_month)})`, h('span', { class: 'sub' }, e.basis || '')),
+      h('details', {}, h('summary', {}, 'Per day'), table));
+  }
 
   function renderStatus(v) {
     const rows = [];

@@ -49,7 +49,7 @@ macro_rules! conformance_tests {
             use super::*;
 
             $crate::store::conformance::conformance_tests!(@one $fixture;
-                entry_cas, session_records, transcript_order_and_dedupe, meta_round_trip,
+                entry_cas, session_records, transcript_order_and_dedupe, meta_round_trip, counters_add_up,
                 queue_fifo_cap_and_dedupe, atomic_entry_changes, wake_candidates,
                 jobs_cas_and_due_index, claims_are_never_readmitted, runs_ledger_and_once, fenced_writes,
                 search_messages);
@@ -105,6 +105,25 @@ pub(crate) fn sample_job(id: &str, next: Option<chrono::DateTime<Utc>>) -> Job {
         crate::core::jobfile::parse_job(&serde_json::json!({"id": id, "schedule": "every 1h", "prompt": "p"}), created, chrono_tz::UTC)
             .unwrap();
     Job { next_run_at: next, ..Job::from_spec(&spec, false, created, chrono_tz::UTC) }
+}
+
+/// Counter records: absent is empty, deltas add up (concurrent adds too), records are apart
+/// from each other and from the meta record of the same name.
+pub(crate) async fn counters_add_up(s: Arc<dyn Store>) {
+    let keys = ["usage:2026-03-01".to_string(), "usage:2026-03-02".to_string()];
+    assert!(s.get_counts(&keys).await.unwrap().iter().all(|c| c.is_empty()));
+    s.add_counts(&keys[0], &[("turns", 2), ("input_tokens", 100)]).await.unwrap();
+    let adds = (0..8).map(|_| s.add_counts(&keys[0], &[("turns", 1)]));
+    for r in futures_util::future::join_all(adds).await {
+        r.unwrap();
+    }
+    s.add_counts(&keys[1], &[("job_runs", -1), ("job_runs", 3)]).await.unwrap();
+    let got = s.get_counts(&keys).await.unwrap();
+    assert_eq!(got[0].get("turns"), Some(&10));
+    assert_eq!(got[0].get("input_tokens"), Some(&100));
+    assert_eq!(got[1].get("job_runs"), Some(&2));
+    assert_eq!(got[1].get("turns"), None);
+    assert_eq!(s.get_meta(&keys[0]).await.unwrap(), None, "counters are not meta records");
 }
 
 /// Meta records: absent, written, overwritten, deleted.

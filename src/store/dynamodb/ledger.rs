@@ -82,6 +82,63 @@ pub(super) async fn put_meta(st: &DynamoStore, key: &str, value: &str) -> Result
     Ok(())
 }
 
+/// Key of a counter record (its own key space next to the meta records).
+fn counts_key(key: &str) -> super::items::Item {
+    meta_key(&format!("counts:{key}"))
+}
+
+/// `MetaStore::add_counts`: one `UpdateItem` with `ADD c_<name> :delta` per counter, which
+/// DynamoDB applies atomically (creating the item and the attributes at zero).
+pub(super) async fn add_counts(st: &DynamoStore, key: &str, deltas: &[(&str, i64)]) -> Result<(), StoreError> {
+    if deltas.is_empty() {
+        return Ok(());
+    }
+    let mut req = st.client.update_item().table_name(&st.table).set_key(Some(counts_key(key)));
+    let mut adds = Vec::with_capacity(deltas.len());
+    for (i, (name, delta)) in deltas.iter().enumerate() {
+        adds.push(format!("#c{i} :d{i}"));
+        req =
+            req.expression_attribute_names(format!("#c{i}"), format!("c_{name}")).expression_attribute_values(format!(":d{i}"), n(*delta));
+    }
+    req.update_expression(format!("ADD {}", adds.join(", "))).send().await.map_err(sdk("UpdateItem"))?;
+    Ok(())
+}
+
+/// `MetaStore::get_counts`: one `BatchGetItem` (≤ 100 keys; unprocessed keys are asked again).
+pub(super) async fn get_counts(st: &DynamoStore, keys: &[String]) -> Result<Vec<crate::ports::Counts>, StoreError> {
+    use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
+    let mut found: std::collections::HashMap<String, crate::ports::Counts> = std::collections::HashMap::new();
+    for chunk in keys.chunks(100) {
+        let mut pending: Vec<super::items::Item> = chunk.iter().map(|k| counts_key(k)).collect();
+        for _ in 0..ATTEMPTS {
+            if pending.is_empty() {
+                break;
+            }
+            let ka = KeysAndAttributes::builder().set_keys(Some(std::mem::take(&mut pending))).build().map_err(sdk("BatchGetItem"))?;
+            let out = st.client.batch_get_item().request_items(&st.table, ka).send().await.map_err(sdk("BatchGetItem"))?;
+            for it in out.responses.and_then(|mut r| r.remove(&st.table)).unwrap_or_default() {
+                let Some(pk) = get_s(&it, "pk").map(str::to_string) else { continue };
+                let counts = it
+                    .iter()
+                    .filter_map(|(k, v)| match (k.strip_prefix("c_"), v) {
+                        (Some(name), AttributeValue::N(x)) => x.parse::<i64>().ok().map(|x| (name.to_string(), x)),
+                        _ => None,
+                    })
+                    .collect();
+                found.insert(pk, counts);
+            }
+            pending = out.unprocessed_keys.and_then(|mut u| u.remove(&st.table)).map(|ka| ka.keys).unwrap_or_default();
+        }
+    }
+    Ok(keys
+        .iter()
+        .map(|k| {
+            let pk = get_s(&counts_key(k), "pk").map(str::to_string).unwrap_or_default();
+            found.remove(&pk).unwrap_or_default()
+        })
+        .collect())
+}
+
 /// `MetaStore::delete_meta`.
 pub(super) async fn delete_meta(st: &DynamoStore, key: &str) -> Result<(), StoreError> {
     st.client.delete_item().table_name(&st.table).set_key(Some(meta_key(key))).send().await.map_err(sdk("DeleteItem"))?;

@@ -337,4 +337,12 @@ impl MetaStore for DynamoStore {
     async fn delete_meta(&self, key: &str) -> Result<(), StoreError> {
         ledger::delete_meta(self, key).await
     }
+
+    async fn add_counts(&self, key: &str, deltas: &[(&str, i64)]) -> Result<(), StoreError> {
+        ledger::add_counts(self, key, deltas).await
+    }
+
+    async fn get_counts(&self, keys: &[String]) -> Result<Vec<crate::ports::Counts>, StoreError> {
+        ledger::get_counts(self, keys).await
+    }
 }

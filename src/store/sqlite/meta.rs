@@ -1,7 +1,7 @@
 //! SQLite bodies of [`MetaStore`]: small named records in the `meta` table.
 
 use super::SqliteStore;
-use crate::ports::{MetaStore, StoreError};
+use crate::ports::{Counts, MetaStore, StoreError};
 use crate::store::backend;
 use async_trait::async_trait;
 use rusqlite::{OptionalExtension, params};
@@ -27,4 +27,49 @@ impl MetaStore for SqliteStore {
         let key = key.to_string();
         self.with(move |c| c.execute("DELETE FROM meta WHERE key = ?1", [&key]).map(|_| ()).map_err(backend)).await
     }
+
+    /// Counters live as a JSON object in the record's value; read, add and write back in one
+    /// IMMEDIATE transaction, so concurrent processes on one file add up.
+    async fn add_counts(&self, key: &str, deltas: &[(&str, i64)]) -> Result<(), StoreError> {
+        let key = counts_key(key);
+        let deltas: Vec<(String, i64)> = deltas.iter().map(|(k, v)| ((*k).to_string(), *v)).collect();
+        self.with(move |c| {
+            let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(backend)?;
+            let old: Option<String> =
+                tx.query_row("SELECT value FROM meta WHERE key = ?1", [&key], |r| r.get(0)).optional().map_err(backend)?;
+            let mut counts = parse_counts(old.as_deref());
+            for (name, delta) in deltas {
+                *counts.entry(name).or_insert(0) += delta;
+            }
+            let value = serde_json::to_string(&counts).map_err(backend)?;
+            tx.execute("INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = ?2", params![key, value])
+                .map_err(backend)?;
+            tx.commit().map_err(backend)
+        })
+        .await
+    }
+
+    async fn get_counts(&self, keys: &[String]) -> Result<Vec<Counts>, StoreError> {
+        let keys: Vec<String> = keys.iter().map(|k| counts_key(k)).collect();
+        self.with(move |c| {
+            let mut stmt = c.prepare_cached("SELECT value FROM meta WHERE key = ?1").map_err(backend)?;
+            let mut out = Vec::with_capacity(keys.len());
+            for key in &keys {
+                let value: Option<String> = stmt.query_row([key], |r| r.get(0)).optional().map_err(backend)?;
+                out.push(parse_counts(value.as_deref()));
+            }
+            Ok(out)
+        })
+        .await
+    }
+}
+
+/// Counter records have their own key space in `meta`, so `get_meta` never sees them.
+fn counts_key(key: &str) -> String {
+    format!("counts:{key}")
+}
+
+/// A stored counter object; anything unreadable counts as empty rather than failing a page.
+fn parse_counts(value: Option<&str>) -> Counts {
+    value.and_then(|v| serde_json::from_str(v).ok()).unwrap_or_default()
 }
