@@ -15,6 +15,7 @@ pub mod api;
 pub mod discord;
 mod registry;
 mod retry;
+pub mod slack;
 pub mod telegram;
 
 pub use registry::Channels;

@@ -1,12 +1,13 @@
 //! The registry of channels: the one list of platforms, built once at wiring time, looked up
 //! by name for webhooks and delivery. It is the adapter behind the app's `Delivery` port.
 
-use crate::channels::{Channel, discord, telegram, with_retry};
+use crate::channels::{Channel, discord, slack, telegram, with_retry};
 use crate::clients::http_client;
 use crate::config::Loaded;
 use crate::ports::{Delivery, DeliveryError, Target};
 use async_trait::async_trait;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// Timeout of one outbound platform call.
@@ -16,11 +17,21 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(20);
 pub struct Channels {
     list: Vec<Arc<dyn Channel>>,
     backoff: Duration,
+    deferred: Arc<AtomicUsize>,
 }
 
 impl Default for Channels {
     fn default() -> Self {
-        Self { list: Vec::new(), backoff: Duration::from_millis(500) }
+        Self { list: Vec::new(), backoff: Duration::from_millis(500), deferred: Arc::default() }
+    }
+}
+
+/// One deferred webhook message being handled in the background; counted until dropped.
+pub struct DeferredGuard(Arc<AtomicUsize>);
+
+impl Drop for DeferredGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -31,7 +42,10 @@ impl Channels {
     pub fn from_config(cfg: &Loaded) -> Self {
         let http = http_client(CALL_TIMEOUT);
         // One line per platform.
-        Self::default().with(telegram::Telegram::from_config(cfg, http.clone())).with(discord::Discord::from_config(cfg, http))
+        Self::default()
+            .with(telegram::Telegram::from_config(cfg, http.clone()))
+            .with(discord::Discord::from_config(cfg, http.clone()))
+            .with(slack::Slack::from_config(cfg, http))
     }
 
     /// Adds a channel (a later one with the same name replaces it).
@@ -55,6 +69,18 @@ impl Channels {
     /// The channel of `target`'s platform.
     fn channel(&self, target: &Target) -> Result<&Arc<dyn Channel>, DeliveryError> {
         self.get(&target.platform).ok_or_else(|| DeliveryError::NotConfigured(target.platform.clone()))
+    }
+
+    /// Counts a deferred message (answered already, handled in the background) until the
+    /// guard drops, so the Lambda settle phase waits for its work and its replies.
+    pub fn deferred_guard(&self) -> DeferredGuard {
+        self.deferred.fetch_add(1, Ordering::SeqCst);
+        DeferredGuard(self.deferred.clone())
+    }
+
+    /// Deferred messages still being handled in this process.
+    pub fn deferred_running(&self) -> usize {
+        self.deferred.load(Ordering::SeqCst)
     }
 
     /// All channels, in registration order.

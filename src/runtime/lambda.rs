@@ -10,9 +10,10 @@
 //!   served by the same `http::router` as `serve`, answered in the shape of its origin.
 //!
 //! Lambda freezes the sandbox once the runtime asks for the next event, so work the app left
-//! running after answering (a queued turn drained in the background, a Discord follow-up)
-//! would stall. A layer around the runtime therefore waits, *after* the response has been
-//! posted and before the next event is requested, until no turn runs in this process — bounded
+//! running after answering (a queued turn drained in the background, a Discord follow-up, a
+//! Slack event answered with 200 at once and handled after) would stall. A layer around the
+//! runtime therefore waits, *after* the response has been posted and before the next event is
+//! requested, until no turn and no deferred webhook message runs in this process — bounded
 //! by the invocation deadline minus a margin. What is still running then resumes on a later
 //! invocation, or is recovered from its expired lease by a later sweep. Before the sandbox
 //! freezes, stored chat work that is left gets a one-shot wake from the timer provider
@@ -21,6 +22,7 @@
 //! Knows the Lambda event shapes and runtime protocol; the use cases know nothing of Lambda.
 
 use crate::app::App;
+use crate::channels::Channels;
 use crate::config::{Env, load_settings};
 use crate::http::{HttpState, router};
 use axum::Router;
@@ -104,11 +106,11 @@ async fn run() -> ExitCode {
         tracing::warn!("API_SERVER_KEY is not set: /api/* refuses every request");
     }
     cold_start(&app).await;
-    let state = Arc::new(HttpState { app: app.clone(), channels, api_key, provider: app.provider().as_str().into() });
+    let state = Arc::new(HttpState { app: app.clone(), channels: channels.clone(), api_key, provider: app.provider().as_str().into() });
     let handler = Handler { app: app.clone(), router: router(state) };
     let runtime = Runtime::new(service_fn(move |ev: LambdaEvent<Value>| handler.clone().handle(ev)))
         .layer(TracingLayer::new())
-        .layer(SettleLayer { app, first: Arc::new(AtomicBool::new(true)) });
+        .layer(SettleLayer { app, channels, first: Arc::new(AtomicBool::new(true)) });
     match runtime.run().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -249,17 +251,19 @@ fn strip_stage(req: lambda_http::Request, stage: Option<&str>) -> lambda_http::R
 
 /// After each response is posted (and before the next event is requested): on the first
 /// invocation, reconcile the timers (the function ARN is known by now); then wait until no
-/// turn runs in this process. Bounded by the invocation deadline minus a margin.
+/// turn and no deferred webhook message (a Slack event answered at once, a Discord
+/// follow-up) runs in this process. Bounded by the invocation deadline minus a margin.
 #[derive(Clone)]
 struct SettleLayer {
     app: App,
+    channels: Arc<Channels>,
     first: Arc<AtomicBool>,
 }
 
 impl<S> Layer<S> for SettleLayer {
     type Service = Settle<S>;
     fn layer(&self, inner: S) -> Settle<S> {
-        Settle { inner, app: self.app.clone(), first: self.first.clone() }
+        Settle { inner, app: self.app.clone(), channels: self.channels.clone(), first: self.first.clone() }
     }
 }
 
@@ -267,6 +271,7 @@ impl<S> Layer<S> for SettleLayer {
 struct Settle<S> {
     inner: S,
     app: App,
+    channels: Arc<Channels>,
     first: Arc<AtomicBool>,
 }
 
@@ -286,14 +291,14 @@ where
     fn call(&mut self, inv: LambdaInvocation) -> Self::Future {
         let deadline = inv.context.deadline();
         let posted = self.inner.call(inv);
-        let (app, first) = (self.app.clone(), self.first.swap(false, Ordering::SeqCst));
+        let (app, channels, first) = (self.app.clone(), self.channels.clone(), self.first.swap(false, Ordering::SeqCst));
         Box::pin(async move {
             let result = posted.await;
             let settle = async {
                 if first {
                     app.recovery().reconcile_if_managed().await;
                 }
-                wait_idle(&app).await;
+                wait_idle(&app, &channels).await;
             };
             if tokio::time::timeout(budget(deadline, SystemTime::now()), settle).await.is_err() {
                 let running = app.recovery().running_turns();
@@ -325,15 +330,16 @@ async fn arm_wake(app: &App) {
     }
 }
 
-/// Waits until no turn runs in this process, seen idle for [`QUIET_POLLS`] polls in a row:
-/// a task the app has just spawned (a wake after a `/queue`, the next drain step) registers
+/// Waits until no turn and no deferred webhook message runs in this process, seen idle for
+/// [`QUIET_POLLS`] polls in a row: a task the app has just spawned (a wake after a `/queue`, the next drain step) registers
 /// its turn only after a store read and a lease write, so one idle look is not enough. A turn
 /// that registers later still is not lost: it is frozen, then continues on the next event or
 /// is recovered from its lease.
-async fn wait_idle(app: &App) {
+async fn wait_idle(app: &App, channels: &Channels) {
     let mut quiet = 0;
     while quiet < QUIET_POLLS {
-        quiet = if app.recovery().running_turns() == 0 { quiet + 1 } else { 0 };
+        let idle = app.recovery().running_turns() == 0 && channels.deferred_running() == 0;
+        quiet = if idle { quiet + 1 } else { 0 };
         tokio::time::sleep(POLL).await;
     }
 }

@@ -65,12 +65,17 @@ async fn webhook(
         Received::Answer(answer) => Ok(answer.into_response()),
         Received::Turn(msg) => Ok(channel.answer(s.app.sessions().handle_inbound(msg).await)?.into_response()),
         Received::Deferred { msg, ack, then } => {
-            let sessions = s.app.sessions();
+            let (sessions, name) = (s.app.sessions(), channel.name());
+            // Counted until the follow-up is done: the Lambda settle phase waits for it.
+            let running = s.channels.deferred_guard();
             tokio::spawn(async move {
                 let result = sessions.handle_inbound(msg).await;
-                if let Some(then) = then {
-                    then.finish(result).await;
+                match (then, result) {
+                    (Some(then), result) => then.finish(result).await,
+                    (None, Err(e)) => tracing::error!(channel = name, error = %e, "deferred webhook message failed"),
+                    (None, Ok(_)) => {}
                 }
+                drop(running);
             });
             Ok(ack.into_response())
         }
