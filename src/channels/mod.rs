@@ -200,7 +200,14 @@ pub trait Channel: Send + Sync {
     /// retryable, permanent).
     async fn send(&self, target: &Target, text: &str) -> Result<Sent, DeliveryError>;
 
-    /// Replaces the text of a sent message (streaming replies). Default: not supported.
+    /// Whether [`Channel::edit`] works (streaming replies edit one message as the answer
+    /// grows; a channel that cannot gets the whole answer in one message). Default: no.
+    fn edits(&self) -> bool {
+        false
+    }
+
+    /// Replaces the text of a sent message (streaming replies), one attempt, failures
+    /// classified like [`Channel::send`]'s. Default: not supported.
     async fn edit(&self, _target: &Target, _message_id: &str, _text: &str) -> Result<(), DeliveryError> {
         Err(DeliveryError::Permanent(format!("{} messages cannot be edited yet", self.name())))
     }
