@@ -1,6 +1,7 @@
 //! The agent loop of one turn: prompt → model → tools → … → final answer, every message
 //! appended to the transcript as it happens (so a crash keeps what was done).
 
+use crate::app::stream::{Segment, StreamPlan};
 use crate::app::tools::{ToolCtx, TurnKind};
 use crate::app::{App, AppError};
 use crate::core::ids::SessionId;
@@ -19,6 +20,9 @@ pub struct TurnOutput {
     pub output_tokens: u64,
     /// The turn stopped at a step boundary because it was asked to.
     pub interrupted: bool,
+    /// The reply already reached the platform as a streamed message (docs/design.md#streaming):
+    /// the turn sends nothing more.
+    pub streamed: bool,
 }
 
 /// How a turn is run.
@@ -40,6 +44,8 @@ pub struct TurnSpec<'a> {
     /// The lease the turn runs under (chat turns): every append is fenced by it, and a lost
     /// lease ends the turn with [`crate::ports::StoreError::Fenced`] (docs/design.md#lease).
     pub fence: Option<Fence>,
+    /// Where the model's text streams while it answers (`None`: the reply is sent whole).
+    pub stream: Option<StreamPlan>,
 }
 
 /// How often a running model call checks whether its turn should stop.
@@ -78,14 +84,30 @@ where
     let tools = toolset.specs();
     let mut out = TurnOutput { input_tokens: context.input_tokens, output_tokens: context.output_tokens, ..TurnOutput::default() };
     let mut repeats = crate::app::tool_guard::RepeatGuard::default();
-    for _ in 0..max_iter {
+    for n in 0..max_iter {
         let req = ChatRequest { messages: prompt.clone(), tools: tools.clone(), model: spec.model.clone() };
-        let Some(resp) = interruptible(app.inner.llm.complete(&req), &mut stop).await else {
+        // Each model call streams into its own segment; dropping it stops the editing.
+        let seg = spec.stream.as_ref().map(|p| Segment::start(app, p, n));
+        let call = async {
+            match &seg {
+                Some(s) => app.inner.llm.complete_streamed(&req, &mut s.sink()).await,
+                None => app.inner.llm.complete(&req).await,
+            }
+        };
+        let Some(resp) = interruptible(call, &mut stop).await else {
             tracing::info!(session_id = %spec.session_id, "turn interrupted while the model was answering; its answer is dropped");
             out.interrupted = true;
             return Ok(out);
         };
-        let resp = resp?;
+        let resp = match resp {
+            Ok(r) => r,
+            Err(e) => {
+                if let Some(s) = seg {
+                    s.finish(None).await;
+                }
+                return Err(e.into());
+            }
+        };
         crate::app::crash::crash_point("turn:model_answered");
         out.input_tokens += resp.input_tokens;
         out.output_tokens += resp.output_tokens;
@@ -102,8 +124,17 @@ where
             }
             append(app, &spec, std::slice::from_ref(&msg)).await?;
             crate::app::crash::crash_point("turn:answer_stored");
+            if let Some(s) = seg {
+                s.finish(Some(&resp.content)).await;
+                out.streamed = true;
+            }
             out.reply = resp.content;
             return Ok(out);
+        }
+        // Text before a tool call stays as its own message (Hermes); the next call's text
+        // starts a new one.
+        if let Some(s) = seg {
+            s.finish(Some(&resp.content)).await;
         }
         msg.tool_calls = resp.tool_calls.clone();
         let mut step = vec![msg];

@@ -239,6 +239,7 @@ impl App {
             system: self.system_prompt(),
             origin: None,
             fence: None,
+            stream: None,
         };
         match tokio::time::timeout(budget, agent::run(self, spec, || async { false })).await {
             Ok(Ok(out)) => {

@@ -28,7 +28,7 @@ pub(in crate::app) fn is_lost(e: &AppError) -> bool {
 }
 
 /// A background task that is cancelled when this guard is dropped.
-pub(in crate::app) struct AbortOnDrop(tokio::task::JoinHandle<()>);
+pub(in crate::app) struct AbortOnDrop(pub(in crate::app) tokio::task::JoinHandle<()>);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
@@ -134,14 +134,22 @@ impl App {
             tracing::warn!(session_key = %fence.key, epoch = fence.epoch, "lease lost before sending; this turn sends nothing");
             return Err(lost(&fence.key));
         }
-        if path == ReplyPath::Origin && self.delivers_to(&entry.origin) && !text.is_empty() {
-            let now = self.inner.clock.now();
-            let ledger = format!("reply:{}:{}:{slot}", fence.key, fence.epoch);
-            if !self.inner.store.use_once(&ledger, now + Duration::days(REPLY_LEDGER_DAYS), now).await? {
-                tracing::warn!(session_key = %fence.key, epoch = fence.epoch, slot, "reply of this turn was sent before; not sending again");
-                return Ok(false);
-            }
+        if path == ReplyPath::Origin && self.delivers_to(&entry.origin) && !text.is_empty() && !self.take_reply_once(fence, slot).await? {
+            return Ok(false);
         }
         Ok(self.reply(&entry.origin, path, text).await)
+    }
+
+    /// Takes the reply-ledger record `reply:<key>:<epoch>:<slot>` before a message of the
+    /// turn of `fence` leaves the process; false (logged) when it was taken before, i.e. that
+    /// message may already have been sent.
+    pub(in crate::app) async fn take_reply_once(&self, fence: &Fence, slot: &str) -> Result<bool, AppError> {
+        let now = self.inner.clock.now();
+        let ledger = format!("reply:{}:{}:{slot}", fence.key, fence.epoch);
+        let fresh = self.inner.store.use_once(&ledger, now + Duration::days(REPLY_LEDGER_DAYS), now).await?;
+        if !fresh {
+            tracing::warn!(session_key = %fence.key, epoch = fence.epoch, slot, "reply of this turn was sent before; not sending again");
+        }
+        Ok(fresh)
     }
 }

@@ -28,6 +28,7 @@ mod recovery;
 mod services;
 mod skills;
 mod status;
+mod stream;
 mod tool_guard;
 pub mod tools;
 mod turns;

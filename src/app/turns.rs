@@ -79,7 +79,7 @@ impl App {
         }
         let renewal = self.renew_in_background(&fence);
         let started = self.inner.clock.now();
-        let result = self.run_agent(entry, &fence, notes).await;
+        let result = self.run_agent(entry, &fence, notes, path).await;
         drop(renewal);
         match result {
             Ok(out) => {
@@ -100,7 +100,7 @@ impl App {
                 if updated.is_none_or(|e| !e.holds(&fence)) {
                     return Err(lost(key));
                 }
-                if !out.interrupted {
+                if !out.interrupted && !out.streamed {
                     self.send_fenced(entry, &fence, path, "reply", &out.reply).await?;
                     crate::app::crash::crash_point("turn:reply_delivered");
                 }
@@ -120,8 +120,9 @@ impl App {
     }
 
     /// The agent loop of a chat turn within its budget, its appends fenced by `fence`; it
-    /// stops early when asked to or when the lease is lost.
-    async fn run_agent(&self, entry: &SessionEntry, fence: &Fence, notes: Vec<String>) -> Result<TurnOutput, AppError> {
+    /// stops early when asked to or when the lease is lost. Its reply streams into the chat
+    /// as it grows when streaming applies to `path` (docs/design.md#streaming).
+    async fn run_agent(&self, entry: &SessionEntry, fence: &Fence, notes: Vec<String>, path: ReplyPath) -> Result<TurnOutput, AppError> {
         let budget = crate::app::budget::turn_budget(StdDuration::from_secs(TURN_BUDGET_SECS as u64));
         let system = self.chat_system_prompt(&entry.session_id).await;
         let spec = TurnSpec {
@@ -133,6 +134,7 @@ impl App {
             system,
             origin: Some(entry.origin.clone()),
             fence: Some(fence.clone()),
+            stream: self.stream_plan(entry, fence, path),
         };
         let key = &entry.session_key;
         let stop =

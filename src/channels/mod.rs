@@ -201,7 +201,21 @@ pub trait Channel: Send + Sync {
     /// retryable, permanent).
     async fn send(&self, target: &Target, text: &str) -> Result<Sent, DeliveryError>;
 
-    /// Replaces the text of a sent message (streaming replies). Default: not supported.
+    /// Whether [`Channel::edit`] works (streaming replies edit one message as the answer
+    /// grows; a channel that cannot gets the whole answer in one message). Default: no.
+    fn edits(&self) -> bool {
+        false
+    }
+
+    /// The shortest gap between two edits of messages in `target`'s chat that the platform's
+    /// rate limits allow; streaming never edits more often, whatever `edit_interval` says.
+    /// Default: no floor.
+    fn min_edit_gap(&self, _target: &Target) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
+
+    /// Replaces the text of a sent message (streaming replies), one attempt, failures
+    /// classified like [`Channel::send`]'s. Default: not supported.
     async fn edit(&self, _target: &Target, _message_id: &str, _text: &str) -> Result<(), DeliveryError> {
         Err(DeliveryError::Permanent(format!("{} messages cannot be edited yet", self.name())))
     }

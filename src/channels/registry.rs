@@ -121,6 +121,24 @@ impl Delivery for Channels {
         with_retry(channel.name(), self.backoff, || channel.send(target, part)).await.map(|_| ())
     }
 
+    fn edits(&self, platform: &str) -> bool {
+        self.get(platform).is_some_and(|c| c.edits() && c.ready().is_ok())
+    }
+
+    fn min_edit_gap(&self, target: &Target) -> Duration {
+        self.get(&target.platform).map_or(Duration::ZERO, |c| c.min_edit_gap(target))
+    }
+
+    async fn send_one(&self, target: &Target, part: &str) -> Result<Option<String>, DeliveryError> {
+        let channel = self.channel(target)?;
+        with_retry(channel.name(), self.backoff, || channel.send(target, part)).await.map(|s| s.message_id)
+    }
+
+    /// One attempt: the streaming caller decides what a failure means.
+    async fn edit(&self, target: &Target, message_id: &str, text: &str) -> Result<(), DeliveryError> {
+        self.channel(target)?.edit(target, message_id, text).await
+    }
+
     async fn fetch(
         &self,
         platform: &str,

@@ -59,6 +59,28 @@ pub trait Delivery: Send + Sync {
     async fn send_part(&self, target: &Target, part: &str) -> Result<(), DeliveryError> {
         self.send(target, part).await
     }
+    /// Whether messages sent to `platform` can be edited afterwards (streaming replies edit
+    /// one message as the answer grows). Default: no.
+    fn edits(&self, _platform: &str) -> bool {
+        false
+    }
+    /// The shortest gap between two edits in `target`'s chat the platform's rate limits
+    /// allow. Default: none.
+    fn min_edit_gap(&self, _target: &Target) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
+    /// Sends one of [`Delivery::parts`] like [`Delivery::send_part`], returning the sent
+    /// message's platform id when the platform named one (needed to edit it). Default:
+    /// [`Delivery::send_part`], no id.
+    async fn send_one(&self, target: &Target, part: &str) -> Result<Option<String>, DeliveryError> {
+        self.send_part(target, part).await.map(|()| None)
+    }
+    /// Replaces the text of the sent message `message_id` with `text` (≤ the limit): one
+    /// attempt, its failure classified (the caller decides whether to try again: a stale
+    /// progress edit is skipped, a final one retried). Default: not supported.
+    async fn edit(&self, target: &Target, _message_id: &str, _text: &str) -> Result<(), DeliveryError> {
+        Err(DeliveryError::Permanent(format!("{} messages cannot be edited", target.platform)))
+    }
     /// Downloads a file that came with an inbound message on `platform`, at most
     /// `max_bytes`. Default: not supported.
     async fn fetch(

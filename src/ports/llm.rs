@@ -81,4 +81,20 @@ pub trait Llm: Send + Sync {
 
     /// One completion.
     async fn complete(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError>;
+
+    /// One completion asked for as a stream (`stream: true`): `on_text` sees each text delta
+    /// as it arrives and the whole answer (text, tool calls, usage) is returned as by
+    /// [`Llm::complete`]. Retries and fallbacks happen only before the first delta was handed
+    /// over, so no text is ever shown twice (docs/design.md#streaming). Default: `complete`,
+    /// then its text as one delta.
+    async fn complete_streamed(&self, req: &ChatRequest, on_text: &mut TextSink<'_>) -> Result<ChatResponse, LlmError> {
+        let r = self.complete(req).await?;
+        if !r.content.is_empty() {
+            on_text(&r.content);
+        }
+        Ok(r)
+    }
 }
+
+/// Where a streamed completion hands its text deltas, in order.
+pub type TextSink<'a> = dyn FnMut(&str) + Send + 'a;

@@ -17,7 +17,7 @@ mod timers;
 
 pub use delivery::{Delivery, DeliveryError, Target};
 pub use keys::JwksSource;
-pub use llm::{ChatRequest, ChatResponse, Llm, LlmError, ToolSpec};
+pub use llm::{ChatRequest, ChatResponse, Llm, LlmError, TextSink, ToolSpec};
 pub use store::{
     Appended, Claim, Counts, InboundId, JobStore, LedgerStore, MetaStore, QueueStore, QueuedItem, SearchHit, SessionChange, SessionStore,
     Store, StoreError,

@@ -41,6 +41,16 @@ impl InteractionClient {
         Ok(())
     }
 
+    /// Replaces the text of follow-up `message_id` of one interaction
+    /// (`PATCH /webhooks/{application_id}/{token}/messages/{message_id}`; `@original` is the
+    /// deferred answer itself), one attempt. What a streamed interaction answer is edited with.
+    pub async fn edit_followup(&self, application_id: &str, token: &str, message_id: &str, text: &str) -> Result<(), DeliveryError> {
+        let url = format!("{}/webhooks/{application_id}/{token}/messages/{message_id}", self.base);
+        let body = json!({"content": text, "allowed_mentions": {"parse": []}});
+        let resp = self.http.patch(&url).json(&body).send().await.map_err(send_failure)?;
+        classify(resp, "discord follow-up edit", false).await.map(|_| ())
+    }
+
     /// One chunk. A 404 is retryable: a follow-up can race the deferred response that
     /// acknowledges the interaction, and Discord knows the webhook only after that.
     async fn once(&self, application_id: &str, token: &str, chunk: &str) -> Result<Sent, DeliveryError> {

@@ -83,4 +83,15 @@ impl Channel for Discord {
             None => Err(DeliveryError::NotConfigured("discord (DISCORD_BOT_TOKEN is not set)".into())),
         }
     }
+
+    fn edits(&self) -> bool {
+        true
+    }
+
+    async fn edit(&self, target: &Target, message_id: &str, text: &str) -> Result<(), DeliveryError> {
+        match &self.client {
+            Some(c) => c.edit_message(target, message_id, text).await,
+            None => Err(DeliveryError::NotConfigured("discord (DISCORD_BOT_TOKEN is not set)".into())),
+        }
+    }
 }

@@ -1,5 +1,6 @@
 //! Discord REST: `POST /channels/{id}/messages` with the bot token (one message ≤ 2000
-//! characters), and the one classification of Discord's answers.
+//! characters), `PATCH` of a sent message (streaming replies), and the one classification
+//! of Discord's answers.
 
 use crate::channels::Sent;
 use crate::clients::{retry_after, send_failure};
@@ -37,6 +38,21 @@ impl DiscordClient {
             .await
             .map_err(send_failure)?;
         classify(resp, "discord", false).await
+    }
+
+    /// Replaces the text of a bot message (`PATCH /channels/{id}/messages/{message_id}`).
+    pub async fn edit_message(&self, target: &Target, message_id: &str, chunk: &str) -> Result<(), DeliveryError> {
+        let channel = target.thread_id.as_deref().unwrap_or(&target.chat_id);
+        let url = format!("{}/channels/{channel}/messages/{message_id}", self.base);
+        let resp = self
+            .http
+            .patch(&url)
+            .header("Authorization", format!("Bot {}", self.token.expose_secret()))
+            .json(&json!({"content": chunk, "allowed_mentions": {"parse": []}}))
+            .send()
+            .await
+            .map_err(send_failure)?;
+        classify(resp, "discord edit", false).await.map(|_| ())
     }
 }
 

@@ -96,6 +96,15 @@ impl Channel for Slack {
         self.client()?.post_message(target, text).await
     }
 
+    fn edits(&self) -> bool {
+        true
+    }
+
+    /// `chat.update` is a Tier 3 method (about 50 calls a minute per workspace).
+    fn min_edit_gap(&self, _target: &Target) -> std::time::Duration {
+        std::time::Duration::from_millis(1200)
+    }
+
     async fn edit(&self, target: &Target, message_id: &str, text: &str) -> Result<(), DeliveryError> {
         self.client()?.update(target, message_id, text).await
     }

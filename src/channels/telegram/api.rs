@@ -1,5 +1,5 @@
-//! Telegram Bot API wire format: the `sendMessage` client (one message ≤ 4096 characters,
-//! failures classified once) and the subset of `Update` the webhook reads.
+//! Telegram Bot API wire format: the `sendMessage` / `editMessageText` client (one message
+//! ≤ 4096 characters, failures classified once) and the subset of `Update` the webhook reads.
 
 use crate::channels::Sent;
 use crate::clients::send_failure;
@@ -32,17 +32,37 @@ impl TelegramClient {
             body["message_thread_id"] = json!(t);
         }
         let resp = self.http.post(url).json(&body).send().await.map_err(send_failure)?;
-        let status = resp.status().as_u16();
-        let v: Value = resp.json().await.unwrap_or(Value::Null);
-        if (200..300).contains(&status) {
-            return Ok(Sent { message_id: v["result"]["message_id"].as_i64().map(|id| id.to_string()) });
+        let v = classify(resp).await?;
+        Ok(Sent { message_id: v["result"]["message_id"].as_i64().map(|id| id.to_string()) })
+    }
+
+    /// Replaces the text of message `message_id` (`editMessageText`). Telegram's "message is
+    /// not modified" (the same text again) is success.
+    pub async fn edit_message(&self, target: &Target, message_id: &str, text: &str) -> Result<(), DeliveryError> {
+        let url = format!("{}/bot{}/editMessageText", self.base, self.token.expose_secret());
+        let id: Value = message_id.parse::<i64>().map_or_else(|_| json!(message_id), |n| json!(n));
+        let body = json!({"chat_id": target.chat_id, "message_id": id, "text": text});
+        let resp = self.http.post(url).json(&body).send().await.map_err(send_failure)?;
+        match classify(resp).await {
+            Err(DeliveryError::Permanent(d)) if d.contains("message is not modified") => Ok(()),
+            other => other.map(|_| ()),
         }
-        let desc = v["description"].as_str().unwrap_or("no description").to_string();
-        match status {
-            429 => Err(DeliveryError::RateLimited(v["parameters"]["retry_after"].as_u64().unwrap_or(1))),
-            s if s >= 500 => Err(DeliveryError::Retryable(format!("telegram HTTP {s}: {desc}"))),
-            s => Err(DeliveryError::Permanent(format!("telegram HTTP {s}: {desc}"))),
-        }
+    }
+}
+
+/// Classifies a Bot API answer once: 2xx gives the body; 429 rate-limited with its
+/// `parameters.retry_after`; 5xx retryable; other statuses permanent with the description.
+async fn classify(resp: reqwest::Response) -> Result<Value, DeliveryError> {
+    let status = resp.status().as_u16();
+    let v: Value = resp.json().await.unwrap_or(Value::Null);
+    if (200..300).contains(&status) {
+        return Ok(v);
+    }
+    let desc = v["description"].as_str().unwrap_or("no description").to_string();
+    match status {
+        429 => Err(DeliveryError::RateLimited(v["parameters"]["retry_after"].as_u64().unwrap_or(1))),
+        s if s >= 500 => Err(DeliveryError::Retryable(format!("telegram HTTP {s}: {desc}"))),
+        s => Err(DeliveryError::Permanent(format!("telegram HTTP {s}: {desc}"))),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Telegram: `POST /webhooks/telegram` (secret-token header checked before the body is
 //! read; an `Update` becomes one inbound message, answered with 200 after it is handled)
-//! and `sendMessage` for replies (split at 4096 characters on line boundaries).
+//! and `sendMessage` for replies (split at 4096 characters on line boundaries), edited in
+//! place with `editMessageText` while a streamed reply grows.
 
 pub mod api;
 
@@ -126,6 +127,23 @@ impl Channel for Telegram {
     async fn send(&self, target: &Target, text: &str) -> Result<Sent, DeliveryError> {
         match &self.client {
             Some(c) => c.send_message(target, text).await,
+            None => Err(DeliveryError::NotConfigured("telegram (TELEGRAM_BOT_TOKEN is not set)".into())),
+        }
+    }
+
+    fn edits(&self) -> bool {
+        true
+    }
+
+    /// Telegram allows a bot about 20 messages a minute in one group (group ids are
+    /// negative); private chats have no per-chat floor beyond `edit_interval`.
+    fn min_edit_gap(&self, target: &Target) -> std::time::Duration {
+        if target.chat_id.starts_with('-') { std::time::Duration::from_secs(3) } else { std::time::Duration::ZERO }
+    }
+
+    async fn edit(&self, target: &Target, message_id: &str, text: &str) -> Result<(), DeliveryError> {
+        match &self.client {
+            Some(c) => c.edit_message(target, message_id, text).await,
             None => Err(DeliveryError::NotConfigured("telegram (TELEGRAM_BOT_TOKEN is not set)".into())),
         }
     }

@@ -5,11 +5,11 @@
 //! and retries on 429/529/5xx/timeouts that honour `retry-after`.
 
 use super::anthropic_stream::{SseDecoder, StreamAccumulator};
-use super::retry::{Failure, error_detail, with_retries};
+use super::retry::{Failure, error_detail, retry_delay, with_retries};
 use crate::clients::{describe, http_client, retry_after};
 use crate::config::models::Endpoint;
 use crate::core::session::{Message, Role, ToolCall};
-use crate::ports::{ChatRequest, ChatResponse, Llm, LlmError};
+use crate::ports::{ChatRequest, ChatResponse, Llm, LlmError, TextSink};
 use async_trait::async_trait;
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
@@ -70,21 +70,39 @@ impl AnthropicLlm {
     }
 
     /// One streamed completion (`stream: true`): `on_text` sees each text delta as it arrives;
-    /// the folded answer is returned. Not retried once bytes have arrived.
+    /// the folded answer is returned. Retried like [`Llm::complete`] only before the first
+    /// delta ([`Llm::complete_streamed`]).
     pub async fn stream(&self, req: &ChatRequest, mut on_text: impl FnMut(&str) + Send) -> Result<ChatResponse, LlmError> {
-        let mut body = self.body(req);
-        body["stream"] = json!(true);
-        let resp = self.post(&body).send().await.map_err(|e| LlmError::Unreachable(describe(e)))?;
-        let mut resp = check_status(resp).await.map_err(|(e, _)| e)?;
-        let (mut dec, mut acc) = (SseDecoder::default(), StreamAccumulator::default());
-        while let Some(chunk) = resp.chunk().await.map_err(|e| LlmError::Unreachable(describe(e)))? {
-            for ev in dec.feed(&String::from_utf8_lossy(&chunk)) {
-                if let Some(t) = acc.apply(&ev)? {
-                    on_text(&t);
+        self.complete_streamed(req, &mut on_text).await
+    }
+
+    /// One streamed attempt. A failure after a text delta was handed to `on_text` is final
+    /// (no wait hint): a retry would show that text twice.
+    async fn attempt_stream(&self, body: &Value, on_text: &mut TextSink<'_>) -> Result<ChatResponse, Failure> {
+        let resp = self.post(body).send().await.map_err(|e| (LlmError::Unreachable(describe(e)), Some(0)))?;
+        let mut resp = check_status(resp).await?;
+        let (mut dec, mut acc, mut shown) = (SseDecoder::default(), StreamAccumulator::default(), false);
+        let retry = |shown: bool| (!shown).then_some(0);
+        loop {
+            let chunk = match resp.chunk().await {
+                Ok(Some(c)) => c,
+                Ok(None) => break,
+                Err(e) => return Err((LlmError::Unreachable(describe(e)), retry(shown))),
+            };
+            for ev in dec.feed_bytes(&chunk) {
+                match acc.apply(&ev) {
+                    Ok(Some(t)) => {
+                        shown = true;
+                        on_text(&t);
+                    }
+                    Ok(None) => {}
+                    // An `error` event (overloaded, …) is as retryable as its status, before any text.
+                    Err(e @ LlmError::Status { .. }) => return Err((e, retry(shown))),
+                    Err(e) => return Err((e, None)),
                 }
             }
         }
-        acc.finish()
+        acc.finish().map_err(|e| (e, retry(shown)))
     }
 }
 
@@ -226,6 +244,25 @@ impl Llm for AnthropicLlm {
     async fn complete(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let body = self.body(req);
         let r = with_retries(self.attempts, self.backoff, || self.attempt(&body)).await?;
+        Ok(super::retry::answered_by(r, req.model.as_ref(), &self.model))
+    }
+
+    async fn complete_streamed(&self, req: &ChatRequest, on_text: &mut TextSink<'_>) -> Result<ChatResponse, LlmError> {
+        let mut body = self.body(req);
+        body["stream"] = json!(true);
+        let mut n = 0;
+        let r = loop {
+            match self.attempt_stream(&body, on_text).await {
+                Ok(r) => break r,
+                Err(f) => match retry_delay(n, self.attempts, self.backoff, &f) {
+                    Some(d) => {
+                        tokio::time::sleep(d).await;
+                        n += 1;
+                    }
+                    None => return Err(f.0),
+                },
+            }
+        };
         Ok(super::retry::answered_by(r, req.model.as_ref(), &self.model))
     }
 }

@@ -1,59 +1,14 @@
-//! Anthropic's streaming answer: an incremental `text/event-stream` decoder and the fold of
+//! Anthropic's streaming answer: the fold of
 //! the Messages events (`message_start`, `content_block_start`, `content_block_delta` with
 //! `text_delta` / `input_json_delta`, `content_block_stop`, `message_delta`, `message_stop`,
-//! `ping`, `error`) into one [`ChatResponse`], yielding each text delta as it arrives.
+//! `ping`, `error`) into one [`ChatResponse`], yielding each text delta as it arrives. The
+//! event-stream decoder is the shared [`super::sse`] one.
 
 use super::anthropic::apply_usage;
+pub use super::sse::{SseDecoder, SseEvent};
 use crate::core::session::ToolCall;
 use crate::ports::{ChatResponse, LlmError};
 use serde_json::Value;
-
-/// One server-sent event.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SseEvent {
-    /// The `event:` name (empty when absent).
-    pub event: String,
-    /// The `data:` lines joined with `\n`.
-    pub data: String,
-}
-
-/// Incremental SSE decoder: feed it chunks as they arrive, in any split.
-#[derive(Debug, Default)]
-pub struct SseDecoder {
-    buf: String,
-    event: String,
-    data: Vec<String>,
-}
-
-impl SseDecoder {
-    /// Decodes `chunk`, returning the events it completed.
-    pub fn feed(&mut self, chunk: &str) -> Vec<SseEvent> {
-        self.buf.push_str(chunk);
-        let mut out = Vec::new();
-        while let Some(i) = self.buf.find('\n') {
-            let line: String = self.buf.drain(..=i).collect();
-            let line = line.trim_end_matches(['\n', '\r']);
-            if line.is_empty() {
-                if !self.data.is_empty() || !self.event.is_empty() {
-                    out.push(SseEvent { event: std::mem::take(&mut self.event), data: self.data.join("\n") });
-                    self.data.clear();
-                }
-                continue;
-            }
-            if line.starts_with(':') {
-                continue;
-            }
-            let (field, value) = line.split_once(':').unwrap_or((line, ""));
-            let value = value.strip_prefix(' ').unwrap_or(value);
-            match field {
-                "event" => self.event = value.to_string(),
-                "data" => self.data.push(value.to_string()),
-                _ => {}
-            }
-        }
-        out
-    }
-}
 
 #[derive(Debug)]
 enum Block {

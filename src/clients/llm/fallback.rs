@@ -3,7 +3,7 @@
 //! after its own retries. Any other failure (bad key, bad request) is the answer: a second
 //! model would not fix it.
 
-use crate::ports::{ChatRequest, ChatResponse, Llm, LlmError};
+use crate::ports::{ChatRequest, ChatResponse, Llm, LlmError, TextSink};
 use async_trait::async_trait;
 use std::sync::Arc;
 
@@ -61,6 +61,36 @@ impl Llm for FallbackLlm {
         }
         Err(last)
     }
+
+    /// Like [`FallbackLlm::complete`], but the next model answers only while no text of the
+    /// failed one was handed over: after the first delta a failure is the answer, so the
+    /// platform never shows two models' text (docs/design.md#streaming).
+    async fn complete_streamed(&self, req: &ChatRequest, on_text: &mut TextSink<'_>) -> Result<ChatResponse, LlmError> {
+        let mut last = LlmError::Unreachable("no model configured".into());
+        for (i, llm) in self.chain.iter().enumerate() {
+            let owned;
+            let req = if i == 0 || req.model.is_none() {
+                req
+            } else {
+                owned = ChatRequest { model: None, ..req.clone() };
+                &owned
+            };
+            let mut shown = false;
+            let mut sink = |t: &str| {
+                shown = true;
+                on_text(t);
+            };
+            match llm.complete_streamed(req, &mut sink).await {
+                Ok(r) => return Ok(r),
+                Err(e) if !shown && falls_through(&e) && i + 1 < self.chain.len() => {
+                    tracing::warn!(error = %e, adapter = llm.name(), "model failed before streaming; trying the next in the fallback chain");
+                    last = e;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last)
+    }
 }
 
 #[cfg(test)]
@@ -105,5 +135,35 @@ mod tests {
         assert!(matches!(c.complete(&req()).await, Err(LlmError::Status { status: 400, .. })));
         let c = chain(vec![vec![Err(LlmError::RateLimited)], vec![Err(LlmError::Status { status: 500, detail: String::new() })]]);
         assert!(matches!(c.complete(&req()).await, Err(LlmError::Status { status: 500, .. })), "the last failure is reported");
+    }
+
+    /// Shows some text, then fails as a retryable upstream would.
+    struct HalfStream;
+
+    #[async_trait]
+    impl Llm for HalfStream {
+        fn name(&self) -> &'static str {
+            "half"
+        }
+        async fn complete(&self, _: &ChatRequest) -> Result<ChatResponse, LlmError> {
+            Err(LlmError::RateLimited)
+        }
+        async fn complete_streamed(&self, _: &ChatRequest, on_text: &mut TextSink<'_>) -> Result<ChatResponse, LlmError> {
+            on_text("partial ");
+            Err(LlmError::Unreachable("cut".into()))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_streamed_fallback_happens_only_before_the_first_delta() {
+        let mut seen = Vec::new();
+        let c = chain(vec![vec![Err(LlmError::RateLimited)], vec![Ok("second")]]);
+        let r = c.complete_streamed(&req(), &mut |t: &str| seen.push(t.to_string())).await.unwrap();
+        assert_eq!((r.model.as_str(), seen.clone()), ("second", vec!["ok".to_string()]));
+        seen.clear();
+        let c = FallbackLlm::new(vec![Arc::new(HalfStream), Arc::new(Scripted(Mutex::new(vec![Ok("second")])))]);
+        let r = c.complete_streamed(&req(), &mut |t: &str| seen.push(t.to_string())).await;
+        assert!(matches!(r, Err(LlmError::Unreachable(_))), "text was shown: the failure is the answer");
+        assert_eq!(seen, vec!["partial "]);
     }
 }

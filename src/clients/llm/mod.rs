@@ -8,7 +8,9 @@ pub mod anthropic_stream;
 pub mod fallback;
 pub mod offline;
 pub mod openai;
+pub mod openai_stream;
 pub mod retry;
+pub mod sse;
 
 use crate::config::Loaded;
 use crate::config::models::{Endpoint, Wire};

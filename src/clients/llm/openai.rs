@@ -1,11 +1,14 @@
 //! OpenAI-compatible `/chat/completions` client: tool calls, timeouts, and retries with
-//! backoff on 429/5xx/timeouts that honour `Retry-After`.
+//! backoff on 429/5xx/timeouts that honour `Retry-After`; streamed answers (`stream: true`)
+//! are folded by `openai_stream`.
 
-use super::retry::{Failure, error_detail, with_retries};
+use super::openai_stream::ChunkAccumulator;
+use super::retry::{Failure, error_detail, retry_delay, with_retries};
+use super::sse::SseDecoder;
 use crate::clients::{describe, http_client, retry_after};
 use crate::config::models::Endpoint;
 use crate::core::session::{Message, Role, ToolCall};
-use crate::ports::{ChatRequest, ChatResponse, Llm, LlmError};
+use crate::ports::{ChatRequest, ChatResponse, Llm, LlmError, TextSink};
 use async_trait::async_trait;
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
@@ -50,28 +53,61 @@ impl OpenAiLlm {
         body
     }
 
-    async fn attempt(&self, body: &Value) -> Result<ChatResponse, Failure> {
+    fn post(&self, body: &Value) -> reqwest::RequestBuilder {
         let mut rq = self.http.post(&self.url).json(body);
         if let Some(k) = &self.key {
             rq = rq.bearer_auth(k.expose_secret());
         }
-        let resp = rq.send().await.map_err(|e| (LlmError::Unreachable(describe(e)), Some(0)))?;
-        let status = resp.status().as_u16();
-        let wait = retry_after(resp.headers(), 30);
-        if status == 429 {
-            return Err((LlmError::RateLimited, Some(wait.unwrap_or(0))));
-        }
-        if status == 401 || status == 403 {
-            return Err((LlmError::Unauthorized(status), None));
-        }
+        rq
+    }
+
+    async fn attempt(&self, body: &Value) -> Result<ChatResponse, Failure> {
+        let resp = self.post(body).send().await.map_err(|e| (LlmError::Unreachable(describe(e)), Some(0)))?;
+        let resp = check_status(resp).await?;
         let text = resp.text().await.map_err(|e| (LlmError::Unreachable(describe(e)), Some(0)))?;
-        if !(200..300).contains(&status) {
-            let detail = error_detail(&text);
-            let retry = (status >= 500).then_some(wait.unwrap_or(0));
-            return Err((LlmError::Status { status, detail }, retry));
-        }
         parse_response(&text).map_err(|e| (e, None))
     }
+
+    /// One streamed attempt. A failure after a text delta was handed to `on_text` is final
+    /// (no wait hint): a retry would show that text twice.
+    async fn attempt_stream(&self, body: &Value, on_text: &mut TextSink<'_>) -> Result<ChatResponse, Failure> {
+        let resp = self.post(body).send().await.map_err(|e| (LlmError::Unreachable(describe(e)), Some(0)))?;
+        let mut resp = check_status(resp).await?;
+        let (mut dec, mut acc, mut shown) = (SseDecoder::default(), ChunkAccumulator::default(), false);
+        let retry = |shown: bool| (!shown).then_some(0);
+        loop {
+            let chunk = match resp.chunk().await {
+                Ok(Some(c)) => c,
+                Ok(None) => break,
+                Err(e) => return Err((LlmError::Unreachable(describe(e)), retry(shown))),
+            };
+            for ev in dec.feed_bytes(&chunk) {
+                if let Some(t) = acc.apply(&ev).map_err(|e| (e, None))? {
+                    shown = true;
+                    on_text(&t);
+                }
+            }
+        }
+        acc.finish().map_err(|e| (e, retry(shown)))
+    }
+}
+
+/// Classifies a non-success status: 429 and 5xx retryable with their `Retry-After`, 401/403
+/// refused keys, anything else final with the upstream's own message.
+async fn check_status(resp: reqwest::Response) -> Result<reqwest::Response, Failure> {
+    let status = resp.status().as_u16();
+    if (200..300).contains(&status) {
+        return Ok(resp);
+    }
+    let wait = retry_after(resp.headers(), 30);
+    if status == 429 {
+        return Err((LlmError::RateLimited, Some(wait.unwrap_or(0))));
+    }
+    if status == 401 || status == 403 {
+        return Err((LlmError::Unauthorized(status), None));
+    }
+    let detail = resp.text().await.map(|t| error_detail(&t)).unwrap_or_default();
+    Err((LlmError::Status { status, detail }, (status >= 500).then_some(wait.unwrap_or(0))))
 }
 
 fn wire_message(m: &Message) -> Value {
@@ -136,6 +172,26 @@ impl Llm for OpenAiLlm {
         let body = self.body(req);
         let r = with_retries(self.attempts, self.backoff, || self.attempt(&body)).await?;
         // Why: the transcript records the model that answered; some servers omit `model`.
+        Ok(super::retry::answered_by(r, req.model.as_ref(), &self.model))
+    }
+
+    async fn complete_streamed(&self, req: &ChatRequest, on_text: &mut TextSink<'_>) -> Result<ChatResponse, LlmError> {
+        let mut body = self.body(req);
+        body["stream"] = json!(true);
+        body["stream_options"] = json!({"include_usage": true});
+        let mut n = 0;
+        let r = loop {
+            match self.attempt_stream(&body, on_text).await {
+                Ok(r) => break r,
+                Err(f) => match retry_delay(n, self.attempts, self.backoff, &f) {
+                    Some(d) => {
+                        tokio::time::sleep(d).await;
+                        n += 1;
+                    }
+                    None => return Err(f.0),
+                },
+            }
+        };
         Ok(super::retry::answered_by(r, req.model.as_ref(), &self.model))
     }
 }

@@ -15,20 +15,32 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<ChatResponse, Failure>>,
 {
-    let attempts = attempts.max(1);
     let mut n = 0;
     loop {
         match attempt().await {
             Ok(r) => return Ok(r),
-            Err((e, Some(wait))) if n + 1 < attempts => {
-                let delay = Duration::from_secs(wait).max(backoff * 2u32.saturating_pow(n));
-                tracing::warn!(error = %e, attempt = n + 1, delay_ms = delay.as_millis() as u64, "model call failed; retrying");
-                tokio::time::sleep(delay).await;
-                n += 1;
-            }
-            Err((e, _)) => return Err(e),
+            Err(f) => match retry_delay(n, attempts, backoff, &f) {
+                Some(delay) => {
+                    tokio::time::sleep(delay).await;
+                    n += 1;
+                }
+                None => return Err(f.0),
+            },
         }
     }
+}
+
+/// The wait before retry `n + 1` after failure `f` of attempt `n` (from 0), or `None` when
+/// `f` is final (no wait hint, or `attempts` used up). Logs the retry. The streaming loops
+/// use it directly: their attempt borrows the text sink, which a closure cannot lend.
+pub fn retry_delay(n: u32, attempts: u32, backoff: Duration, f: &Failure) -> Option<Duration> {
+    let wait = f.1?;
+    if n + 1 >= attempts.max(1) {
+        return None;
+    }
+    let delay = Duration::from_secs(wait).max(backoff * 2u32.saturating_pow(n));
+    tracing::warn!(error = %f.0, attempt = n + 1, delay_ms = delay.as_millis() as u64, "model call failed; retrying");
+    Some(delay)
 }
 
 /// Names the model that answered when the server left it out: the request's per-job model,
