@@ -3,6 +3,7 @@
 //! and `sendMessage` for replies (split at 4096 characters on line boundaries).
 
 pub mod api;
+pub mod bot;
 
 use crate::app::{AppError, Outcome};
 use crate::channels::{Channel, ChannelError, RawRequest, Received, Route, Sent, Unauthenticated, WebReply};
