@@ -7,6 +7,7 @@ mod cron;
 mod import;
 mod mcp;
 mod memory;
+mod setup;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -97,6 +98,18 @@ pub enum Command {
         /// Print only the counts as JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Telegram setup: register or remove the webhook, show its state.
+    Telegram {
+        /// Sub-command.
+        #[command(subcommand)]
+        action: TelegramCmd,
+    },
+    /// Discord setup: register the slash commands.
+    Discord {
+        /// Sub-command.
+        #[command(subcommand)]
+        action: DiscordCmd,
     },
     /// Validate config, jobs, skills, store and provider; exit 1 with reasons.
     Doctor {
@@ -224,6 +237,39 @@ pub enum McpCmd {
         /// Fetch every server's tool list now, even a fresh cached one.
         #[arg(long)]
         refresh: bool,
+    },
+}
+
+/// `telegram` sub-commands (TELEGRAM_BOT_TOKEN; `platforms.telegram.api_base`).
+#[derive(Debug, Subcommand)]
+pub enum TelegramCmd {
+    /// Register `<public-url>/webhooks/telegram` as the bot's webhook, with
+    /// TELEGRAM_WEBHOOK_SECRET as its secret token (`serve` then stops polling once it runs
+    /// with the same secret). The URL must be https (http only for localhost).
+    SetWebhook {
+        /// The public base URL of `serve`, e.g. https://bot.example.com.
+        public_url: String,
+    },
+    /// Remove the webhook (pending updates are kept), e.g. to go back to polling.
+    DeleteWebhook,
+    /// Show the webhook registration (getWebhookInfo): URL, pending updates, last error.
+    Info,
+}
+
+/// `discord` sub-commands (DISCORD_BOT_TOKEN; `platforms.discord.api_base`).
+#[derive(Debug, Subcommand)]
+pub enum DiscordCmd {
+    /// Register the slash commands the interactions endpoint handles (/ask and the session
+    /// commands), replacing the registered list. Global commands may take up to an hour to
+    /// appear; `--guild` registers them in one server instantly.
+    RegisterCommands {
+        /// Register in this guild (server) id only, instantly.
+        #[arg(long, value_name = "ID")]
+        guild: Option<String>,
+        /// The application id (default: DISCORD_APPLICATION_ID, else asked from Discord with
+        /// the bot token).
+        #[arg(long, env = "DISCORD_APPLICATION_ID", value_name = "ID")]
+        application_id: Option<String>,
     },
 }
 

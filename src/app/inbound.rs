@@ -127,6 +127,8 @@ impl App {
         out.session_id = entry.session_id.to_string();
         crate::app::crash::crash_point("turn:user_stored");
         self.inner.live.register(&key, &token, &entry.origin);
+        // After the register, so a drain that starts now waits for this turn.
+        crate::app::accept::accepted();
         let report = match self.one_turn_replying(&entry, msg.reply).await {
             Ok(r) => r,
             Err(e) => {
@@ -290,6 +292,7 @@ impl App {
             }
         };
         crate::app::crash::crash_point("queue:stored");
+        crate::app::accept::accepted();
         out.queued = true;
         out.busy = true;
         out.position = Some(position);

@@ -9,6 +9,7 @@
 //! Knows no HTTP, SQL or vendor SDK: transports call in with parsed values, adapters are
 //! reached through `Arc<dyn Port>`.
 
+pub mod accept;
 mod agent;
 pub mod budget;
 mod cas;

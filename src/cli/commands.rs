@@ -14,9 +14,11 @@ use std::process::ExitCode;
 pub async fn dispatch(cmd: Command, home: PathBuf, cfg: Loaded) -> anyhow::Result<ExitCode> {
     match cmd {
         Command::Serve { listen, idle_exit } => {
+            let polling = runtime::telegram_poll::Polling::from_config(&cfg);
             let wired = runtime::wire(&home, cfg).await?;
             let listener = tokio::net::TcpListener::bind(&listen).await.with_context(|| format!("cannot listen on {listen}"))?;
-            runtime::serve::run(listener, wired, runtime::serve::shutdown_signal(), idle_exit.map(std::time::Duration::from_secs)).await?;
+            let idle_exit = idle_exit.map(std::time::Duration::from_secs);
+            runtime::serve::run(listener, wired, runtime::serve::shutdown_signal(), idle_exit, polling).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Chat => chat(runtime::wire(&home, cfg).await?.app).await,
@@ -40,6 +42,8 @@ pub async fn dispatch(cmd: Command, home: PathBuf, cfg: Loaded) -> anyhow::Resul
             crate::dev::mcp_stdio::run().await?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Telegram { action } => super::setup::telegram(&cfg, action).await,
+        Command::Discord { action } => super::setup::discord(&cfg, action).await,
         Command::Doctor { create_table } => Ok(doctor(&home, cfg, create_table).await),
         Command::Import { hermes_home, json } => {
             let src = hermes_home.unwrap_or_else(|| super::import::default_source(&crate::config::Env::from_process()));

@@ -231,6 +231,19 @@ pub struct PlatformSettings {
     pub home_channel: String,
     /// API base URL (tests point it at a local fake).
     pub api_base: String,
+    /// How updates arrive (Telegram): `webhook` or `polling`; unset: polling when the bot
+    /// token is set and the webhook secret is not (docs/design.md#telegram-polling).
+    pub mode: Option<IntakeMode>,
+}
+
+/// `platforms.<name>.mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IntakeMode {
+    /// The platform calls our webhook route.
+    Webhook,
+    /// `serve` long-polls the platform.
+    Polling,
 }
 
 /// Timer providers.

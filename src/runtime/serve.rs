@@ -1,5 +1,5 @@
-//! `hermes-zero serve`: the HTTP router on a listener, graceful stop on SIGTERM/SIGINT or
-//! after `--idle-exit SECS` idle.
+//! `hermes-zero serve`: the HTTP router on a listener (and Telegram long polling when
+//! configured), graceful stop on SIGTERM/SIGINT or after `--idle-exit SECS` idle.
 //! Takes its resources (listener, app and channels, shutdown future) as arguments.
 
 use crate::app::{App, Wake};
@@ -60,11 +60,13 @@ pub async fn run(
     wired: Wired,
     shutdown: impl Future<Output = ()> + Send + 'static,
     idle_exit: Option<Duration>,
+    polling: Option<super::telegram_poll::Polling>,
 ) -> anyhow::Result<()> {
     let Wired { app, channels } = wired;
     let key = api_key(&app)?;
     let addr = listener.local_addr()?;
-    let state = Arc::new(HttpState { app: app.clone(), channels, api_key: Some(key), provider: app.provider().as_str().into() });
+    let state =
+        Arc::new(HttpState { app: app.clone(), channels: channels.clone(), api_key: Some(key), provider: app.provider().as_str().into() });
     match app.jobs().sync_file().await {
         Ok(r) if !(r.created.is_empty() && r.updated.is_empty() && r.disabled.is_empty()) => {
             tracing::info!(file = %r.file, created = r.created.len(), updated = r.updated.len(), disabled = r.disabled.len(), "jobs.json synced")
@@ -78,6 +80,9 @@ pub async fn run(
     app.recovery().startup_sweep().await?;
     let ticker = tokio::spawn(super::ticker::run(app.clone()));
     let usage = tokio::spawn(flush_usage_every_minute(app.clone()));
+    let (poll_stop, poll_rx) = tokio::sync::watch::channel(false);
+    let polls = polling.is_some();
+    let poller = polling.map(|p| tokio::spawn(super::telegram_poll::run(p, app.clone(), channels.clone(), poll_rx)));
     tracing::info!(%addr, store = app.store_kind(), model = app.model_name(), idle_exit_secs = idle_exit.map(|d| d.as_secs()), "hermes-zero listening");
     println!("hermes-zero listening on http://{addr}");
     let activity = Arc::new(Activity::default());
@@ -92,6 +97,10 @@ pub async fn run(
     });
     let idle = async {
         match idle_exit {
+            Some(_) if polls => {
+                tracing::info!("not exiting when idle: Telegram long polling runs in this process and nobody could wake it");
+                std::future::pending().await
+            }
             Some(d) => super::idle::wait(&app, &activity, d).await,
             None => std::future::pending().await,
         }
@@ -102,6 +111,11 @@ pub async fn run(
     }
     ticker.abort();
     usage.abort();
+    // Stop polling first: what Telegram still holds waits there for the next start.
+    let _ = poll_stop.send(true);
+    if let Some(p) = poller {
+        let _ = tokio::time::timeout(Duration::from_secs(5), p).await;
+    }
     app.recovery().begin_shutdown().await;
     let _ = stop_tx.send(());
     let drained = app.recovery().finish_shutdown().await;

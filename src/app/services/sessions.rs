@@ -27,6 +27,23 @@ impl Sessions {
         self.app.handle_inbound(msg).await
     }
 
+    /// [`Sessions::handle_inbound`], returning as soon as the message is stored (its turn
+    /// then goes on in a task of its own) or handled: see [`crate::app::accept`].
+    pub async fn handle_inbound_detached(&self, msg: Inbound) -> Result<crate::app::accept::Accepted, AppError> {
+        let app = self.app.clone();
+        crate::app::accept::detach(async move { app.handle_inbound(msg).await }).await
+    }
+
+    /// A channel's stored intake position (e.g. the Telegram `getUpdates` offset), by key.
+    pub async fn cursor(&self, key: &str) -> Result<Option<String>, AppError> {
+        Ok(self.app.inner.store.get_meta(&format!("cursor:{key}")).await?)
+    }
+
+    /// Stores a channel's intake position (see [`Sessions::cursor`]).
+    pub async fn set_cursor(&self, key: &str, value: &str) -> Result<(), AppError> {
+        Ok(self.app.inner.store.put_meta(&format!("cursor:{key}"), value).await?)
+    }
+
     /// Whether this origin may talk to the agent (allow lists).
     pub fn is_allowed(&self, origin: &Origin) -> bool {
         self.app.is_allowed(origin)

@@ -2,6 +2,7 @@
 //! the raw body before anything is parsed; slash commands answered with a deferred response
 //! and follow-ups) and the bot REST API for replies to channels (split at 2000 characters).
 
+pub mod commands;
 pub mod followup;
 pub mod interaction;
 pub mod rest;

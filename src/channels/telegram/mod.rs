@@ -4,6 +4,7 @@
 //! place with `editMessageText` while a streamed reply grows.
 
 pub mod api;
+pub mod bot;
 
 use crate::app::{AppError, Outcome};
 use crate::channels::{Channel, ChannelError, RawRequest, Received, Route, Sent, Unauthenticated, WebReply};
