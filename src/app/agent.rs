@@ -40,6 +40,9 @@ pub struct TurnSpec<'a> {
     /// The lease the turn runs under (chat turns): every append is fenced by it, and a lost
     /// lease ends the turn with [`crate::ports::StoreError::Fenced`] (docs/design.md#lease).
     pub fence: Option<Fence>,
+    /// The whole transcript when the caller knows it (a job run's fresh session holds only
+    /// the prompt it just wrote): the context is built without reading the store.
+    pub transcript: Option<Vec<Message>>,
 }
 
 /// How often a running model call checks whether its turn should stop.

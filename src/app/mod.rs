@@ -208,6 +208,8 @@ impl App {
 }
 
 #[cfg(test)]
+pub(crate) mod budget_tests;
+#[cfg(test)]
 mod compress_tests;
 #[cfg(test)]
 mod fence_tests;

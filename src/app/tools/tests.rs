@@ -208,6 +208,7 @@ async fn the_turn_records_each_call_with_its_duration() {
         system: "sys".into(),
         origin: None,
         fence: None,
+        transcript: None,
     };
     let out = agent::run(&app, spec, || async { false }).await.unwrap();
     assert_eq!(out.reply, "done");
