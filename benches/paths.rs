@@ -9,165 +9,34 @@
 #[path = "support/mod.rs"]
 mod support;
 
-use async_trait::async_trait;
 use axum::body::Body;
 use axum::http::Request;
 use chrono::{DateTime, Utc};
 use hermes_zero::app::App;
 use hermes_zero::config::{Env, load_settings, parse_yaml};
-use hermes_zero::core::ids::{SessionId, SessionKey};
-use hermes_zero::core::job::{Job, Occurrence, RunRecord};
-use hermes_zero::core::search::SearchTerms;
-use hermes_zero::core::session::{Fence, Message, Role, SessionEntry, SessionRecord};
+use hermes_zero::core::ids::SessionId;
+use hermes_zero::core::job::Occurrence;
+use hermes_zero::core::session::{Message, Role};
 use hermes_zero::http::{HttpState, router};
-use hermes_zero::ports::*;
+use hermes_zero::ports::{JobStore, SessionStore};
+use hermes_zero::store::counting::{CountingStore, breakdown};
 use hermes_zero::store::sqlite::SqliteStore;
 use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
 use serde_json::json;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use support::{job, msg, pct};
 use tower::ServiceExt;
 
-/// Counts store port calls (each is one SQLite transaction or one DynamoDB request/transaction).
-struct Counting(Arc<dyn Store>, AtomicU64);
-
-macro_rules! fwd {
-    ($self:ident, $call:expr) => {{
-        $self.1.fetch_add(1, Ordering::Relaxed);
-        $call.await
-    }};
-}
-
-impl Store for Counting {
-    fn kind(&self) -> &'static str {
-        self.0.kind()
-    }
-}
-
-#[async_trait]
-impl SessionStore for Counting {
-    async fn get_entry(&self, k: &SessionKey) -> Result<Option<SessionEntry>, StoreError> {
-        fwd!(self, self.0.get_entry(k))
-    }
-    async fn put_entry(&self, e: &SessionEntry, c: &[SessionChange]) -> Result<SessionEntry, StoreError> {
-        fwd!(self, self.0.put_entry(e, c))
-    }
-    async fn list_entries(&self, l: usize) -> Result<Vec<SessionEntry>, StoreError> {
-        fwd!(self, self.0.list_entries(l))
-    }
-    async fn get_session(&self, id: &SessionId) -> Result<Option<SessionRecord>, StoreError> {
-        fwd!(self, self.0.get_session(id))
-    }
-    async fn list_sessions(&self, k: Option<&SessionKey>, l: usize) -> Result<Vec<SessionRecord>, StoreError> {
-        fwd!(self, self.0.list_sessions(k, l))
-    }
-    async fn append_messages(&self, id: &SessionId, m: &[Message], d: Option<&InboundId>) -> Result<Appended, StoreError> {
-        fwd!(self, self.0.append_messages(id, m, d))
-    }
-    async fn append_fenced(&self, id: &SessionId, m: &[Message], f: &Fence) -> Result<(), StoreError> {
-        fwd!(self, self.0.append_fenced(id, m, f))
-    }
-    async fn recent_messages(&self, id: &SessionId, l: usize) -> Result<Vec<Message>, StoreError> {
-        fwd!(self, self.0.recent_messages(id, l))
-    }
-    async fn count_messages(&self, id: &SessionId) -> Result<u64, StoreError> {
-        fwd!(self, self.0.count_messages(id))
-    }
-    async fn search_messages(&self, t: &SearchTerms, x: Option<&SessionId>, l: usize) -> Result<Vec<SearchHit>, StoreError> {
-        fwd!(self, self.0.search_messages(t, x, l))
-    }
-    async fn seen_inbound(&self, d: &InboundId) -> Result<bool, StoreError> {
-        fwd!(self, self.0.seen_inbound(d))
-    }
-    async fn wake_candidates(&self, n: DateTime<Utc>, a: bool) -> Result<Vec<SessionKey>, StoreError> {
-        fwd!(self, self.0.wake_candidates(n, a))
-    }
-}
-
-#[async_trait]
-impl QueueStore for Counting {
-    async fn queue_push(&self, k: &SessionKey, i: &QueuedItem, c: usize, d: Option<&InboundId>) -> Result<usize, StoreError> {
-        fwd!(self, self.0.queue_push(k, i, c, d))
-    }
-    async fn queue_pop_into(&self, k: &SessionKey, s: &SessionId, f: Option<&Fence>) -> Result<Option<QueuedItem>, StoreError> {
-        fwd!(self, self.0.queue_pop_into(k, s, f))
-    }
-    async fn queue_list(&self, k: &SessionKey) -> Result<Vec<QueuedItem>, StoreError> {
-        fwd!(self, self.0.queue_list(k))
-    }
-    async fn queue_clear(&self, k: &SessionKey) -> Result<usize, StoreError> {
-        fwd!(self, self.0.queue_clear(k))
-    }
-}
-
-#[async_trait]
-impl JobStore for Counting {
-    async fn put_job(&self, j: &Job) -> Result<Job, StoreError> {
-        fwd!(self, self.0.put_job(j))
-    }
-    async fn get_job(&self, id: &str) -> Result<Option<Job>, StoreError> {
-        fwd!(self, self.0.get_job(id))
-    }
-    async fn list_jobs(&self) -> Result<Vec<Job>, StoreError> {
-        fwd!(self, self.0.list_jobs())
-    }
-    async fn delete_job(&self, id: &str) -> Result<bool, StoreError> {
-        fwd!(self, self.0.delete_job(id))
-    }
-    async fn due_jobs(&self, n: DateTime<Utc>, l: usize) -> Result<Vec<Job>, StoreError> {
-        fwd!(self, self.0.due_jobs(n, l))
-    }
-    async fn claim_occurrence(&self, o: &Occurrence, j: &Job, now: DateTime<Utc>) -> Result<Claim, StoreError> {
-        fwd!(self, self.0.claim_occurrence(o, j, now))
-    }
-    async fn claim_status(&self, o: &Occurrence) -> Result<Option<String>, StoreError> {
-        fwd!(self, self.0.claim_status(o))
-    }
-    async fn finish_run(&self, r: &RunRecord, n: usize) -> Result<(), StoreError> {
-        fwd!(self, self.0.finish_run(r, n))
-    }
-    async fn list_runs(&self, j: &str, l: usize) -> Result<Vec<RunRecord>, StoreError> {
-        fwd!(self, self.0.list_runs(j, l))
-    }
-}
-
-#[async_trait]
-impl LedgerStore for Counting {
-    async fn ledger_begin(&self, o: &Occurrence, t: &str, now: DateTime<Utc>) -> Result<bool, StoreError> {
-        fwd!(self, self.0.ledger_begin(o, t, now))
-    }
-    async fn ledger_finish(&self, o: &Occurrence, t: &str, s: &str, now: DateTime<Utc>) -> Result<(), StoreError> {
-        fwd!(self, self.0.ledger_finish(o, t, s, now))
-    }
-    async fn use_once(&self, k: &str, e: DateTime<Utc>, now: DateTime<Utc>) -> Result<bool, StoreError> {
-        fwd!(self, self.0.use_once(k, e, now))
-    }
-}
-
-#[async_trait]
-impl MetaStore for Counting {
-    async fn get_meta(&self, k: &str) -> Result<Option<String>, StoreError> {
-        fwd!(self, self.0.get_meta(k))
-    }
-    async fn put_meta(&self, k: &str, v: &str) -> Result<(), StoreError> {
-        fwd!(self, self.0.put_meta(k, v))
-    }
-    async fn delete_meta(&self, k: &str) -> Result<(), StoreError> {
-        fwd!(self, self.0.delete_meta(k))
-    }
-}
-
 const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/jwt/");
 
-fn app(dir: &std::path::Path) -> (App, Arc<Counting>) {
+fn app(dir: &std::path::Path) -> (App, Arc<CountingStore>) {
     let yaml =
         format!("cron:\n  chronos:\n    portal_url: https://nas.test\n    instance_id: bench\n    public_key_pem: {FIX}rsa_public.pem\n");
     let (settings, _) = parse_yaml(&yaml, "bench").unwrap();
     let mut cfg = load_settings(dir, None, &Env::default()).unwrap();
     cfg.settings = settings;
-    let store = Arc::new(Counting(Arc::new(SqliteStore::open(&dir.join("state.db")).unwrap()), AtomicU64::new(0)));
+    let store = Arc::new(CountingStore::new(Arc::new(SqliteStore::open(&dir.join("state.db")).unwrap())));
     let app = support::app(dir, cfg, store.clone());
     (app, store)
 }
@@ -187,7 +56,7 @@ fn report(name: &str, mut lat: Vec<Duration>, wall: Duration) {
 async fn message_path(dir: &std::path::Path) {
     let (app, store) = app(dir);
     app.sessions().handle_inbound(msg("warm", "hi")).await.unwrap();
-    let before = store.1.load(Ordering::Relaxed);
+    store.take();
     let mut lat = Vec::new();
     let t0 = Instant::now();
     for i in 0..1000 {
@@ -195,7 +64,8 @@ async fn message_path(dir: &std::path::Path) {
         app.sessions().handle_inbound(msg("one", &format!("m{i}"))).await.unwrap();
         lat.push(t.elapsed());
     }
-    let calls = (store.1.load(Ordering::Relaxed) - before) as f64 / 1000.0;
+    let counts = store.take();
+    let calls = counts.values().sum::<u64>() as f64 / 1000.0;
     report("message turn, one chat (sequential)", lat, t0.elapsed());
     let mut tasks = Vec::new();
     let t0 = Instant::now();
@@ -216,7 +86,7 @@ async fn message_path(dir: &std::path::Path) {
         lat.extend(t.await.unwrap());
     }
     report("message turn, 100 chats concurrently", lat, t0.elapsed());
-    println!("\nstore port calls per message turn: {calls:.1}");
+    println!("\nstore port calls per message turn: {calls:.1} (1000 turns: {})", breakdown(&counts));
 }
 
 async fn transcript_growth(dir: &std::path::Path) {
@@ -256,7 +126,7 @@ async fn fire_path(dir: &std::path::Path, jobs: usize, concurrency: usize, label
     let fires = jobs.min(1000);
     let tokens: Vec<(String, String)> = (0..fires).map(|i| (format!("j{i}"), token(&format!("j{i}")))).collect();
     let state = Arc::new(HttpState { app: app.clone(), channels: Arc::default(), api_key: None, provider: "chronos".into() });
-    let before = store.1.load(Ordering::Relaxed);
+    store.take();
     let sem = Arc::new(tokio::sync::Semaphore::new(concurrency));
     let t0 = Instant::now();
     let mut tasks = Vec::new();
@@ -280,9 +150,10 @@ async fn fire_path(dir: &std::path::Path, jobs: usize, concurrency: usize, label
     for t in tasks {
         lat.push(t.await.unwrap());
     }
-    let calls = (store.1.load(Ordering::Relaxed) - before) as f64 / fires as f64;
+    let counts = store.take();
+    let calls = counts.values().sum::<u64>() as f64 / fires as f64;
     report(label, lat, t0.elapsed());
-    println!("\nstore port calls per fire ({label}): {calls:.1}");
+    println!("\nstore port calls per fire ({label}): {calls:.1} ({fires} fires: {})", breakdown(&counts));
 }
 
 fn main() {

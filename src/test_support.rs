@@ -62,6 +62,7 @@ pub struct TestApp {
     store: Option<Arc<dyn Store>>,
     llm: Arc<dyn Llm>,
     delivery: Option<Arc<dyn Delivery>>,
+    timers: Option<Arc<dyn crate::ports::Timers>>,
     owner: Option<String>,
 }
 
@@ -77,6 +78,7 @@ impl TestApp {
             store: None,
             llm: Arc::new(OfflineLlm),
             delivery: None,
+            timers: None,
             owner: None,
         }
     }
@@ -129,6 +131,12 @@ impl TestApp {
         self
     }
 
+    /// The timer provider (default: the built-in ticker's).
+    pub fn timers(mut self, timers: Arc<dyn crate::ports::Timers>) -> Self {
+        self.timers = Some(timers);
+        self
+    }
+
     /// The configuration the app will be built with.
     pub fn loaded(&self) -> Loaded {
         let mut loaded = load_settings(&self.home, None, &self.env).unwrap();
@@ -149,7 +157,7 @@ impl TestApp {
             store: self.store.unwrap_or_else(|| Arc::new(SqliteStore::in_memory().unwrap())),
             llm: self.llm,
             clock: self.clock.unwrap_or_else(|| Arc::new(ManualClock::new(self.now))),
-            timers: Arc::new(crate::ports::PollingTimers),
+            timers: self.timers.unwrap_or_else(|| Arc::new(crate::ports::PollingTimers)),
             tools: Arc::new(crate::app::tools::builtin()),
             owner: self.owner,
             jwks: Arc::new(crate::clients::jwks::HttpJwks::default()),

@@ -46,6 +46,9 @@ pub struct TurnSpec<'a> {
     pub fence: Option<Fence>,
     /// Where the model's text streams while it answers (`None`: the reply is sent whole).
     pub stream: Option<StreamPlan>,
+    /// The whole transcript when the caller knows it (a job run's fresh session holds only
+    /// the prompt it just wrote): the context is built without reading the store.
+    pub transcript: Option<Vec<Message>>,
 }
 
 /// How often a running model call checks whether its turn should stop.

@@ -30,14 +30,15 @@ pub(in crate::app) async fn load(app: &App, spec: &TurnSpec<'_>) -> Result<Conte
     let s = &app.inner.cfg.settings;
     let max_ctx = s.model.max_context_messages;
     if !s.compression.enabled {
-        let recent = app.inner.store.recent_messages(spec.session_id, max_ctx).await?;
+        let recent = match &spec.transcript {
+            Some(known) => known.clone(),
+            None => app.inner.store.recent_messages(spec.session_id, max_ctx).await?,
+        };
         let recent: Vec<Message> = recent.into_iter().filter(|m| m.summary_through.is_none()).collect();
         return Ok(Context { messages: trim_context(&recent, max_ctx).to_vec(), ..Context::default() });
     }
-    let index = read_index(app, spec.session_id.as_str()).await?;
-    let count = usize::try_from(app.inner.store.count_messages(spec.session_id).await?).unwrap_or(usize::MAX);
-    let start = index.as_ref().map_or(0, |i| usize::try_from(i.through).unwrap_or(count).min(count));
-    let window = app.inner.store.recent_messages(spec.session_id, (count - start).min(MAX_READ)).await?;
+    let index = if spec.transcript.is_some() { None } else { read_index(app, spec.session_id.as_str()).await? };
+    let (count, window) = read_window(app, spec, index.as_ref()).await?;
     let first = count.saturating_sub(window.len());
     let mut items: Vec<(usize, Message)> =
         window.into_iter().enumerate().filter(|(_, m)| m.summary_through.is_none()).map(|(i, m)| (first + i, m)).collect();
@@ -85,6 +86,25 @@ pub(in crate::app) async fn load(app: &App, spec: &TurnSpec<'_>) -> Result<Conte
     let room = max_ctx.saturating_sub(messages.len()).max(1);
     messages.extend_from_slice(trim_context(&rest, room));
     Ok(Context { messages, ..Context::default() })
+}
+
+/// The message count and the newest messages after the summary (at most [`MAX_READ`]).
+/// Without a summary every message is wanted, so one read of [`MAX_READ`] answers both when
+/// it comes back short (docs/design.md#store-cost); the count is read only otherwise.
+async fn read_window(app: &App, spec: &TurnSpec<'_>, index: Option<&SummaryIndex>) -> Result<(usize, Vec<Message>), AppError> {
+    let store = &app.inner.store;
+    if let Some(known) = &spec.transcript {
+        return Ok((known.len(), known.clone()));
+    }
+    if index.is_none() {
+        let window = store.recent_messages(spec.session_id, MAX_READ).await?;
+        if window.len() < MAX_READ {
+            return Ok((window.len(), window));
+        }
+    }
+    let count = usize::try_from(store.count_messages(spec.session_id).await?).unwrap_or(usize::MAX);
+    let start = index.map_or(0, |i| usize::try_from(i.through).unwrap_or(count).min(count));
+    Ok((count, store.recent_messages(spec.session_id, (count - start).min(MAX_READ)).await?))
 }
 
 /// The session's summary index, if any (an unreadable one is ignored with a warning: the

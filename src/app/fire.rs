@@ -102,9 +102,8 @@ impl App {
         crate::app::crash::crash_point("fire:ran");
         let next = self.finalize(&claimed, &run).await?;
         crate::app::crash::crash_point("fire:finalized");
-        if self.inner.timers.provider().is_managed() {
-            let _ = self.reconcile_timers().await;
-        }
+        // No reconcile here (docs/design.md#fire-path): the fired job's timer was armed once
+        // above; the whole set is reconciled on job changes and by the ticker / watchdog.
         Ok(FireStatus::Ran { run: Box::new(run), next })
     }
 
@@ -228,7 +227,7 @@ impl App {
     async fn job_answer(&self, job: &Job, session_id: &SessionId, started: DateTime<Utc>) -> Result<String, String> {
         let prompt = self.job_prompt(job)?;
         let msg = Message::text(Role::User, prompt, started);
-        self.inner.store.append_messages(session_id, &[msg], None).await.map_err(|e| format!("store: {e}"))?;
+        self.inner.store.append_messages(session_id, std::slice::from_ref(&msg), None).await.map_err(|e| format!("store: {e}"))?;
         let budget = crate::app::budget::turn_budget(std::time::Duration::from_secs(TURN_BUDGET_SECS as u64));
         let spec = TurnSpec {
             session_id,
@@ -240,6 +239,8 @@ impl App {
             origin: None,
             fence: None,
             stream: None,
+            // The session is new (one per claimed occurrence): it holds just this prompt.
+            transcript: Some(vec![msg]),
         };
         match tokio::time::timeout(budget, agent::run(self, spec, || async { false })).await {
             Ok(Ok(out)) => {
@@ -304,14 +305,25 @@ impl App {
         let status = run.status.job_status();
         let error = run.error.clone().or_else(|| run.deliveries.iter().find_map(|d| d.error.clone()));
         let now = self.inner.clock.now();
+        // A scheduled fire's first attempt writes over the job as its claim stored it (no
+        // read); a conflict (someone wrote it meanwhile) re-reads. A manual run re-reads.
+        let first = std::sync::atomic::AtomicBool::new(claimed.running.is_some());
         let written = retry_cas(|| async {
-            let Some(mut j) = self.inner.store.get_job(&claimed.id).await? else { return Ok(claimed.next_run_at) };
+            let read = if first.swap(false, std::sync::atomic::Ordering::Relaxed) {
+                Some(claimed.clone())
+            } else {
+                self.inner.store.get_job(&claimed.id).await?
+            };
+            let Some(mut j) = read else { return Ok(claimed.next_run_at) };
             if !j.finish_claimed(claimed.running.as_ref(), status, error.clone(), now) {
                 tracing::warn!(job_id = %j.id, "the job no longer runs this occurrence (recovered or superseded); left as it is");
                 return Ok(j.next_run_at);
             }
             let j = self.inner.store.put_job(&j).await?;
-            self.rearm(&j).await;
+            // Armed after the claim already; arm again only if the schedule moved since.
+            if j.next_run_at != claimed.next_run_at || j.armed() != claimed.armed() {
+                self.rearm(&j).await;
+            }
             Ok(j.next_run_at)
         })
         .await;

@@ -97,13 +97,16 @@ impl App {
             return Ok(out);
         }
         let dedupe = Self::inbound_id(&msg);
-        if let Some(d) = &dedupe
-            && self.inner.store.seen_inbound(d).await?
-        {
-            out.duplicate = true;
-            return Ok(out);
-        }
         if let Some(cmd) = commands::parse(&msg.text) {
+            // A command may write nothing, so its retry is caught by a read. Every other
+            // path records the id in its own write, which fails whole on a seen id
+            // (docs/design.md#store-cost): no separate check.
+            if let Some(d) = &dedupe
+                && self.inner.store.seen_inbound(d).await?
+            {
+                out.duplicate = true;
+                return Ok(out);
+            }
             return self.handle_command(cmd, &msg, &key, dedupe, out).await;
         }
         if !self.inner.live.accepting() {
@@ -139,7 +142,7 @@ impl App {
         };
         // Release now when nothing else waits, so the reply leaves with the lease free;
         // otherwise keep draining in the background.
-        self.continue_or_release(key, token).await?;
+        self.continue_or_release(key, token, report.held).await?;
         crate::app::crash::crash_point("turn:released");
         out.reply = Some(report.reply);
         out.notices = report.notices;

@@ -81,6 +81,29 @@ impl App {
         .await
     }
 
+    /// [`App::update_leased`] starting from `entry` as the caller last wrote it: one write
+    /// when nobody wrote the entry since, else the re-reading retry loop.
+    pub(in crate::app) async fn update_leased_from<F>(
+        &self,
+        entry: &SessionEntry,
+        token: &str,
+        f: F,
+    ) -> Result<Option<SessionEntry>, AppError>
+    where
+        F: Fn(&mut SessionEntry),
+    {
+        if entry.lease.as_ref().is_some_and(|l| l.token == token) {
+            let mut e = entry.clone();
+            f(&mut e);
+            match self.inner.store.put_entry(&e, &[]).await {
+                Ok(written) => return Ok(Some(written)),
+                Err(StoreError::Conflict(_)) => {}
+                Err(err) => return Err(err.into()),
+            }
+        }
+        self.update_leased(&entry.session_key, token, &[], f).await
+    }
+
     /// Extends the lease of `fence` by a full lease time from now, if the entry still holds
     /// it and it has not expired (an expired lease may already be judged abandoned, so it is
     /// never revived). Returns whether it was renewed.
@@ -134,6 +157,19 @@ impl App {
             tracing::warn!(session_key = %fence.key, epoch = fence.epoch, "lease lost before sending; this turn sends nothing");
             return Err(lost(&fence.key));
         }
+        self.send_held(entry, fence, path, slot, text).await
+    }
+
+    /// [`App::send_fenced`] for a caller whose own compare-and-set write just proved that the
+    /// entry holds `fence` (a write under the lease is as strong a check as a read).
+    pub(in crate::app) async fn send_held(
+        &self,
+        entry: &SessionEntry,
+        fence: &Fence,
+        path: ReplyPath,
+        slot: &str,
+        text: &str,
+    ) -> Result<bool, AppError> {
         if path == ReplyPath::Origin && self.delivers_to(&entry.origin) && !text.is_empty() && !self.take_reply_once(fence, slot).await? {
             return Ok(false);
         }

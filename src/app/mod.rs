@@ -214,6 +214,8 @@ impl App {
 }
 
 #[cfg(test)]
+pub(crate) mod budget_tests;
+#[cfg(test)]
 mod compress_tests;
 #[cfg(test)]
 mod fence_tests;

@@ -29,6 +29,9 @@ pub struct TurnReport {
     pub reply: String,
     /// Notices shown before it.
     pub notices: Vec<String>,
+    /// The entry as the turn's last write left it (still leased), so the next step needs no
+    /// re-read; a stale copy only costs a compare-and-set retry.
+    pub(in crate::app) held: Option<Box<SessionEntry>>,
 }
 
 /// What a drain step found.
@@ -37,6 +40,9 @@ enum Next {
     Turn(Box<SessionEntry>),
     /// Nothing left; the lease is released.
     Done,
+    /// Released in a write conditioned on an empty FIFO: nothing can wait unseen, so no
+    /// queue read follows (a later push sees the lease free and wakes the key).
+    Released,
 }
 
 impl App {
@@ -86,7 +92,7 @@ impl App {
                 let now = self.inner.clock.now();
                 self.count_turn(out.input_tokens, out.output_tokens, (now - started).num_milliseconds() as f64 / 1000.0);
                 let updated = self
-                    .update_leased(key, &token, &[], |e| {
+                    .update_leased_from(entry, &token, |e| {
                         e.input_tokens += out.input_tokens;
                         e.output_tokens += out.output_tokens;
                         e.updated_at = now;
@@ -97,14 +103,13 @@ impl App {
                         e.interrupt_requested = false;
                     })
                     .await?;
-                if updated.is_none_or(|e| !e.holds(&fence)) {
-                    return Err(lost(key));
-                }
+                let Some(updated) = updated.filter(|e| e.holds(&fence)) else { return Err(lost(key)) };
                 if !out.interrupted && !out.streamed {
-                    self.send_fenced(entry, &fence, path, "reply", &out.reply).await?;
+                    // That write just proved the lease: the send needs no second read.
+                    self.send_held(entry, &fence, path, "reply", &out.reply).await?;
                     crate::app::crash::crash_point("turn:reply_delivered");
                 }
-                Ok(TurnReport { reply: out.reply, notices })
+                Ok(TurnReport { reply: out.reply, notices, held: Some(Box::new(updated)) })
             }
             Err(e) if is_lost(&e) => {
                 tracing::warn!(session_key = %key, epoch = fence.epoch, "lease lost during the turn; it stops and sends nothing");
@@ -135,6 +140,7 @@ impl App {
             origin: Some(entry.origin.clone()),
             fence: Some(fence.clone()),
             stream: self.stream_plan(entry, fence, path),
+            transcript: None,
         };
         let key = &entry.session_key;
         let stop =
@@ -149,9 +155,19 @@ impl App {
 
     /// Takes the next work under the lease (slot first, then FIFO head), or releases it. Each
     /// next turn gets a new lease grant (a new epoch) with the same token.
-    async fn take_next(&self, key: &SessionKey, token: &str) -> Result<Next, AppError> {
+    async fn take_next(&self, key: &SessionKey, token: &str, held: Option<Box<SessionEntry>>) -> Result<Next, AppError> {
+        let held = std::sync::Mutex::new(held);
+        let held = &held;
         retry_cas(|| async move {
-            let Some(e) = self.inner.store.get_entry(key).await? else { return Ok(Next::Done) };
+            // The first attempt uses the entry in hand; a retry (it was stale) re-reads.
+            let known = held.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+            let e = match known {
+                Some(e) => *e,
+                None => match self.inner.store.get_entry(key).await? {
+                    Some(e) => e,
+                    None => return Ok(Next::Done),
+                },
+            };
             let Some(fence) = e.fence().filter(|_| e.lease.as_ref().is_some_and(|l| l.token == token)) else { return Ok(Next::Done) };
             let mut next = e.clone();
             next.interrupt_requested = false;
@@ -164,6 +180,13 @@ impl App {
                 return Ok(Next::Turn(Box::new(n)));
             }
             if self.inner.live.accepting() {
+                let mut free = next.clone();
+                free.lease = None;
+                match self.inner.store.put_entry(&free, &[SessionChange::QueueEmpty(key.clone())]).await {
+                    Ok(_) => return Ok(Next::Released),
+                    Err(StoreError::QueueNotEmpty(_)) => {}
+                    Err(err) => return Err(err.into()),
+                }
                 match self.inner.store.queue_pop_into(key, &e.session_id, Some(&fence)).await {
                     Ok(Some(_)) => {
                         crate::app::crash::crash_point("queue:popped");
@@ -199,8 +222,17 @@ impl App {
 
     /// After a turn answered inline: releases the lease if nothing waits, else runs the next
     /// turn and the rest of the drain in the background.
-    pub(in crate::app) async fn continue_or_release(&self, key: SessionKey, token: String) -> Result<(), AppError> {
-        match self.take_next(&key, &token).await {
+    pub(in crate::app) async fn continue_or_release(
+        &self,
+        key: SessionKey,
+        token: String,
+        held: Option<Box<SessionEntry>>,
+    ) -> Result<(), AppError> {
+        match self.take_next(&key, &token, held).await {
+            Ok(Next::Released) => {
+                self.inner.live.unregister(&key, &token);
+                Ok(())
+            }
             Ok(Next::Done) => {
                 self.inner.live.unregister(&key, &token);
                 if self.inner.live.accepting() && !self.inner.store.queue_list(&key).await?.is_empty() {
@@ -231,20 +263,27 @@ impl App {
     /// the FIFO just after the release, wakes the key again so nothing waits for a sweep.
     pub(in crate::app) async fn drain(&self, key: SessionKey, token: String) {
         let started = tokio::time::Instant::now();
+        let mut held = None;
+        let mut seen_empty = false;
         loop {
             if started.elapsed() > StdDuration::from_secs(DRAIN_BUDGET_SECS) {
                 // Leave the rest for the next sweep; the lease is released so it can run.
                 let _ = self.update_leased(&key, &token, &[], |e| e.lease = None).await;
                 break;
             }
-            match self.take_next(&key, &token).await {
-                Ok(Next::Turn(e)) => {
-                    if self.one_turn(&e).await.is_err() {
+            match self.take_next(&key, &token, held.take()).await {
+                Ok(Next::Turn(e)) => match self.one_turn(&e).await {
+                    Ok(r) => held = r.held,
+                    Err(_) => {
                         let _ = self.update_leased(&key, &token, &[], |e| e.lease = None).await;
                         break;
                     }
-                }
+                },
                 Ok(Next::Done) => break,
+                Ok(Next::Released) => {
+                    seen_empty = true;
+                    break;
+                }
                 Err(e) => {
                     tracing::error!(session_key = %key, error = %e, "drain failed; the lease will expire and a sweep will resume");
                     break;
@@ -252,7 +291,7 @@ impl App {
             }
         }
         self.inner.live.unregister(&key, &token);
-        if self.inner.live.accepting() && self.inner.store.queue_list(&key).await.is_ok_and(|q| !q.is_empty()) {
+        if !seen_empty && self.inner.live.accepting() && self.inner.store.queue_list(&key).await.is_ok_and(|q| !q.is_empty()) {
             self.kick(&key);
         }
     }

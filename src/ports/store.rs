@@ -31,6 +31,10 @@ pub enum StoreError {
     /// The inbound platform message id was already recorded; nothing was written.
     #[error("duplicate inbound message")]
     DuplicateInbound,
+    /// A write conditioned on an empty FIFO ([`SessionChange::QueueEmpty`]) found items in
+    /// it; nothing was written.
+    #[error("the queue of {0} is not empty")]
+    QueueNotEmpty(String),
     /// A stored record could not be decoded.
     #[error("corrupt record {what}: {reason}")]
     Corrupt {
@@ -74,6 +78,11 @@ pub enum SessionChange {
     /// Record an inbound platform id; the whole write fails with
     /// [`StoreError::DuplicateInbound`] if it was seen before.
     Inbound(InboundId),
+    /// A condition, no write: the key's FIFO is empty; the whole write fails with
+    /// [`StoreError::QueueNotEmpty`] otherwise. A release that carries it needs no queue
+    /// read after it (docs/design.md#store-cost): a push that lands after the release sees
+    /// the lease free and wakes the key itself.
+    QueueEmpty(SessionKey),
 }
 
 /// A message waiting in a session's FIFO for its own turn.

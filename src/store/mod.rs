@@ -2,6 +2,7 @@
 //! and, with feature `aws`, DynamoDB. `conformance` holds the one test suite every adapter
 //! must pass.
 
+pub mod counting;
 pub mod hermes_state;
 pub mod sqlite;
 

@@ -209,6 +209,7 @@ async fn the_turn_records_each_call_with_its_duration() {
         origin: None,
         fence: None,
         stream: None,
+        transcript: None,
     };
     let out = agent::run(&app, spec, || async { false }).await.unwrap();
     assert_eq!(out.reply, "done");

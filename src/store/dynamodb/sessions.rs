@@ -1,7 +1,7 @@
 //! Session entries and records: `put_entry` is one transaction holding the entry's
 //! compare-and-set and every [`SessionChange`] (records, inbound id, transcript appends).
 
-use super::items::{ENTRY_SK, Item, RECORD_SK, doc, get_n, get_s, key, key_pk, ms, n, req_s, s, session_pk};
+use super::items::{ENTRY_SK, Item, QUEUE_SK, RECORD_SK, doc, get_n, get_s, key, key_pk, ms, n, req_s, s, session_pk};
 use super::query::Query;
 use super::table::{GSI_KEY, GSI_RECENT};
 use super::transcript::{plan_append, plan_inbound};
@@ -96,6 +96,7 @@ pub(super) async fn put_entry(st: &DynamoStore, entry: &SessionEntry, changes: &
             // Same precedence as SQLite: the entry's version is checked first.
             o if o.lost(Part::Entry) => return Err(conflict()),
             o if o.lost(Part::Inbound) => return Err(StoreError::DuplicateInbound),
+            o if o.lost(Part::QueueEmpty) => return Err(StoreError::QueueNotEmpty(entry.session_key.as_str().to_string())),
             o if o.lost(Part::NewRecord) => return Err(DynamoError::RecordExists(new_record_ids(changes)).into()),
             // A record or transcript moved under us (not the entry): re-read and retry.
             _ => backoff(attempt).await,
@@ -161,6 +162,11 @@ async fn plan_changes(
                 }
                 inbound.push(d);
                 plan_inbound(st, tx, d, at)?;
+            }
+            SessionChange::QueueEmpty(k) => {
+                // The head item shares the entry's partition; no head, or head = tail, is empty.
+                let cond = Cond::new("attribute_not_exists(#pk) OR #head = #tail");
+                tx.check(&st.table, Part::QueueEmpty, key(key_pk(k), QUEUE_SK), cond)?;
             }
         }
     }

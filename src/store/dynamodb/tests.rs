@@ -19,8 +19,11 @@ async fn endpoint() -> Option<String> {
         println!("dynamodb conformance skipped: HZ_MOTO_ENDPOINT not set (scripts/test.sh starts moto)");
         return None;
     };
-    Some(linearized(moto).await)
+    Some(linearized(moto, Requests::default()).await)
 }
+
+/// DynamoDB requests that went through a [`linearized`] proxy, by `X-Amz-Target` operation.
+type Requests = Arc<std::sync::Mutex<std::collections::BTreeMap<String, u64>>>;
 
 /// A proxy that forwards one request at a time to `upstream`. Why: moto serves requests on
 /// several threads and a transaction there is not atomic against a concurrent one (it checks,
@@ -28,11 +31,16 @@ async fn endpoint() -> Option<String> {
 /// one table lose updates that DynamoDB never loses. One request at a time makes moto
 /// linearizable, as DynamoDB is; the races still interleave between requests, which is
 /// where the adapter's conditions and retries are tested.
-async fn linearized(upstream: String) -> String {
+async fn linearized(upstream: String, seen: Requests) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let gate = Arc::new(tokio::sync::Mutex::new(reqwest::Client::new()));
-    let app = axum::Router::new().fallback(move |req: axum::extract::Request| forward(gate.clone(), upstream.clone(), req));
+    let app = axum::Router::new().fallback(move |req: axum::extract::Request| {
+        let op = req.headers().get("x-amz-target").and_then(|v| v.to_str().ok()).unwrap_or("?");
+        let op = op.rsplit('.').next().unwrap_or(op).to_string();
+        *seen.lock().unwrap().entry(op).or_default() += 1;
+        forward(gate.clone(), upstream.clone(), req)
+    });
     tokio::spawn(async move { axum::serve(listener, app).await });
     format!("http://{addr}")
 }
@@ -238,4 +246,33 @@ async fn concurrent_writers_never_share_a_sequence_number_or_pass_the_cap() {
     texts.sort();
     texts.dedup();
     assert_eq!(texts.len(), 32, "no message overwritten another");
+}
+
+/// The store budgets of `app::budget_tests` on DynamoDB: port calls counted by the wrapper,
+/// and the DynamoDB requests that actually went out (an append also reads the `SEQ` counter).
+#[tokio::test]
+async fn a_message_turn_and_a_fire_stay_within_their_store_budgets_on_dynamodb() {
+    use crate::app::budget_tests::{FIRE_BUDGET, TURN_BUDGET, assert_within, measure};
+    let Some(moto) = std::env::var("HZ_MOTO_ENDPOINT").ok().filter(|e| !e.is_empty()) else {
+        println!("skipped: HZ_MOTO_ENDPOINT not set (scripts/test.sh starts moto)");
+        return;
+    };
+    let seen = Requests::default();
+    let ep = linearized(moto, seen.clone()).await;
+    let store = fresh(&ep).await;
+    let steps = std::sync::Mutex::new(Vec::new());
+    let mark = |step: &str| {
+        let mut seen = seen.lock().unwrap();
+        if step != "end" {
+            seen.clear();
+        } else {
+            steps.lock().unwrap().push(std::mem::take(&mut *seen));
+        }
+    };
+    let (turn, fire) = measure(Arc::new(store), &mark).await;
+    for (name, r) in ["message turn", "fire"].iter().zip(steps.lock().unwrap().iter()) {
+        println!("{name}: {} DynamoDB requests {r:?}", r.values().sum::<u64>());
+    }
+    assert_within("message turn (dynamodb)", &turn, TURN_BUDGET);
+    assert_within("fire (dynamodb)", &fire, FIRE_BUDGET);
 }

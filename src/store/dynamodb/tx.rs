@@ -41,6 +41,8 @@ pub(super) enum Part {
     Marker,
     /// The session entry must still hold the writer's lease epoch (a check, no write).
     Fence,
+    /// The key's FIFO must be empty (a check on its head, no write).
+    QueueEmpty,
 }
 
 /// A condition: text plus values; `#name` placeholders are bound to attribute `name`.

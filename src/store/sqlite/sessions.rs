@@ -94,6 +94,14 @@ fn apply_change(tx: &rusqlite::Transaction<'_>, ch: &SessionChange) -> Result<()
             append_docs(tx, session_id.as_str(), &docs)?;
         }
         SessionChange::Inbound(d) => record_inbound(tx, d, 0)?,
+        SessionChange::QueueEmpty(k) => {
+            let queued: bool = tx
+                .query_row("SELECT EXISTS (SELECT 1 FROM queue_items WHERE session_key = ?1)", [k.as_str()], |r| r.get(0))
+                .map_err(backend)?;
+            if queued {
+                return Err(StoreError::QueueNotEmpty(k.as_str().to_string()));
+            }
+        }
     }
     Ok(())
 }
