@@ -1,7 +1,7 @@
 //! The registry of channels: the one list of platforms, built once at wiring time, looked up
 //! by name for webhooks and delivery. It is the adapter behind the app's `Delivery` port.
 
-use crate::channels::{Channel, discord, telegram, with_retry};
+use crate::channels::{Channel, discord, telegram, whatsapp, with_retry};
 use crate::clients::http_client;
 use crate::config::Loaded;
 use crate::ports::{Delivery, DeliveryError, Target};
@@ -31,7 +31,10 @@ impl Channels {
     pub fn from_config(cfg: &Loaded) -> Self {
         let http = http_client(CALL_TIMEOUT);
         // One line per platform.
-        Self::default().with(telegram::Telegram::from_config(cfg, http.clone())).with(discord::Discord::from_config(cfg, http))
+        Self::default()
+            .with(telegram::Telegram::from_config(cfg, http.clone()))
+            .with(discord::Discord::from_config(cfg, http.clone()))
+            .with(whatsapp::WhatsApp::from_config(cfg, http))
     }
 
     /// Adds a channel (a later one with the same name replaces it).

@@ -231,6 +231,9 @@ pub struct PlatformSettings {
     pub home_channel: String,
     /// API base URL (tests point it at a local fake).
     pub api_base: String,
+    /// API version, for platforms whose URLs carry one (WhatsApp's Graph API: empty means
+    /// `v21.0`).
+    pub api_version: String,
 }
 
 /// Timer providers.

@@ -74,5 +74,17 @@ async fn webhook(
             });
             Ok(ack.into_response())
         }
+        Received::DeferredMany { msgs, ack } => {
+            let sessions = s.app.sessions();
+            tokio::spawn(async move {
+                for msg in msgs {
+                    // Each message's failure is its own: the next one still runs.
+                    if let Err(e) = sessions.handle_inbound(msg).await {
+                        tracing::warn!(error = %e, "a batched webhook message failed");
+                    }
+                }
+            });
+            Ok(ack.into_response())
+        }
     }
 }
