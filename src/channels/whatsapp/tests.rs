@@ -138,6 +138,11 @@ async fn fake_graph(size_announced: usize) -> (String, Arc<Mutex<Vec<String>>>) 
         if h.get("authorization").and_then(|v| v.to_str().ok()) != Some("Bearer tok") {
             return StatusCode::UNAUTHORIZED.into_response();
         }
+        if id == "STREAM" {
+            // No Content-Length: only the cap while reading can stop it.
+            let chunks = (0..64).map(|_| Ok::<_, std::io::Error>(Bytes::from_static(IMAGE)));
+            return axum::body::Body::from_stream(futures_util::stream::iter(chunks)).into_response();
+        }
         Bytes::from_static(IMAGE).into_response()
     }
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -177,8 +182,28 @@ async fn fetch_refuses_an_announced_size_over_the_cap_before_downloading() {
 #[tokio::test]
 async fn fetch_caps_while_reading_when_the_size_lies() {
     let (url, _) = fake_graph(1).await;
+    // The announced size is 1 byte; the download declares more, or declares nothing and streams.
     let err = channel(&url).fetch(&image("LIES"), 8).await.unwrap_err();
     assert!(matches!(&err, DeliveryError::Permanent(m) if m.contains("too large")), "{err:?}");
+    let err = channel(&url).fetch(&image("STREAM"), 100).await.unwrap_err();
+    assert!(matches!(&err, DeliveryError::Permanent(m) if m.contains("too large")), "{err:?}");
+    assert_eq!(channel(&url).fetch(&image("STREAM"), 64 * IMAGE.len()).await.unwrap().len(), 64 * IMAGE.len());
+}
+
+#[test]
+fn settings_come_from_hermes_whatsapp_cloud_variables() {
+    let env = crate::config::Env::from_pairs([
+        ("WHATSAPP_CLOUD_ALLOWED_USERS", "4915100000001, 4915100000002"),
+        ("WHATSAPP_ALLOWED_USERS", "999"),
+        ("WHATSAPP_CLOUD_HOME_CHANNEL", "4915100000001"),
+        ("WHATSAPP_CLOUD_ACCESS_TOKEN", "tok"),
+    ]);
+    let cfg = crate::config::load_settings(std::path::Path::new("/nonexistent/hz-wa-home"), None, &env).unwrap();
+    let p = cfg.platform("whatsapp");
+    assert_eq!(p.allowed_users, ["4915100000001", "4915100000002"], "Hermes' plain WHATSAPP_* belong to its Baileys bridge");
+    assert_eq!(p.home_channel, "4915100000001");
+    let ch = WhatsApp::from_config(&cfg, reqwest::Client::new());
+    assert!(matches!(ch.ready(), Err(DeliveryError::NotConfigured(m)) if m.contains("WHATSAPP_CLOUD_PHONE_NUMBER_ID")));
 }
 
 #[tokio::test]
