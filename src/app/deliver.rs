@@ -51,7 +51,7 @@ impl App {
             },
             (pl, None, _) => match home(pl) {
                 Some(h) if !h.is_empty() => Resolved::Chat(Target { platform: pl.into(), chat_id: h, thread_id: None }),
-                Some(_) => Resolved::Invalid(format!("no home channel for {pl} ({}_HOME_CHANNEL)", pl.to_ascii_uppercase())),
+                Some(_) => Resolved::Invalid(format!("no home channel for {pl} ({}_HOME_CHANNEL)", crate::config::platform_env_prefix(pl))),
                 None => Resolved::Invalid(format!("unknown platform `{pl}`")),
             },
             (pl, Some(chat), thread) => {

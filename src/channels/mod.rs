@@ -17,6 +17,7 @@ mod registry;
 mod retry;
 pub mod slack;
 pub mod telegram;
+pub mod whatsapp;
 
 pub use registry::Channels;
 pub use retry::{ATTEMPTS, with_retry};
@@ -44,6 +45,11 @@ impl Route {
     /// `POST path`.
     pub fn post(path: &'static str) -> Self {
         Self { method: Method::POST, path }
+    }
+
+    /// `GET path` (a verification handshake, such as WhatsApp's `hub.challenge`).
+    pub fn get(path: &'static str) -> Self {
+        Self { method: Method::GET, path }
     }
 }
 
@@ -122,6 +128,15 @@ pub enum Received {
         /// Who answers the user once the message is handled (None: the app's replies to the
         /// origin are the answer).
         then: Option<Box<dyn FollowUp>>,
+    },
+    /// Several messages in one request (a WhatsApp webhook may batch them), handled in the
+    /// background one after the other, in order, like [`Received::Deferred`] with `then:
+    /// None`: the request is answered now with `ack`, the app's replies go to each origin.
+    DeferredMany {
+        /// The messages, in the platform's order.
+        msgs: Vec<Inbound>,
+        /// The immediate answer.
+        ack: WebReply,
     },
 }
 

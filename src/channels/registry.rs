@@ -1,7 +1,7 @@
 //! The registry of channels: the one list of platforms, built once at wiring time, looked up
 //! by name for webhooks and delivery. It is the adapter behind the app's `Delivery` port.
 
-use crate::channels::{Channel, discord, slack, telegram, with_retry};
+use crate::channels::{Channel, discord, slack, telegram, whatsapp, with_retry};
 use crate::clients::http_client;
 use crate::config::Loaded;
 use crate::ports::{Delivery, DeliveryError, Target};
@@ -45,7 +45,8 @@ impl Channels {
         Self::default()
             .with(telegram::Telegram::from_config(cfg, http.clone()))
             .with(discord::Discord::from_config(cfg, http.clone()))
-            .with(slack::Slack::from_config(cfg, http))
+            .with(slack::Slack::from_config(cfg, http.clone()))
+            .with(whatsapp::WhatsApp::from_config(cfg, http))
     }
 
     /// Adds a channel (a later one with the same name replaces it).

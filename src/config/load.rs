@@ -73,11 +73,12 @@ pub struct Loaded {
 
 impl Loaded {
     /// The settings of the chat platform `name`: its `platforms.<name>` block, then the
-    /// environment's `<NAME>_ALLOWED_USERS` (comma list) and `<NAME>_HOME_CHANNEL`. Works for
-    /// any platform name, so a new channel needs no settings code of its own.
+    /// environment's `<PREFIX>_ALLOWED_USERS` (comma list) and `<PREFIX>_HOME_CHANNEL`
+    /// ([`platform_env_prefix`]). Works for any platform name, so a new channel needs no
+    /// settings code of its own.
     pub fn platform(&self, name: &str) -> PlatformSettings {
         let mut p = self.settings.platforms.get(name).cloned().unwrap_or_default();
-        let upper = name.to_ascii_uppercase();
+        let upper = platform_env_prefix(name);
         env_list(&self.env, &format!("{upper}_ALLOWED_USERS"), &mut p.allowed_users);
         env_str(&self.env, &format!("{upper}_HOME_CHANNEL"), &mut p.home_channel);
         p
@@ -88,6 +89,16 @@ impl Loaded {
     pub fn instance_id(&self) -> String {
         let id = &self.settings.cron.chronos.instance_id;
         if id.is_empty() { "hermes-zero".into() } else { id.clone() }
+    }
+}
+
+/// The prefix of platform `name`'s environment variables: its name in capitals, except
+/// `whatsapp`, whose variables use Hermes' WhatsApp Cloud API names (`WHATSAPP_CLOUD_*`;
+/// Hermes' plain `WHATSAPP_*` belong to its Baileys bridge).
+pub fn platform_env_prefix(name: &str) -> String {
+    match name {
+        "whatsapp" => "WHATSAPP_CLOUD".into(),
+        other => other.to_ascii_uppercase(),
     }
 }
 

@@ -161,7 +161,10 @@ fn any_platform_name_has_settings_from_its_block_and_its_variables() {
     assert_eq!((slack.allowed_users, slack.home_channel), (vec!["U1".to_string()], "C9".to_string()));
     assert!(l.warnings.iter().any(|w| w.contains("platforms.slack.bogus")), "{:?}", l.warnings);
     assert!(!l.warnings.iter().any(|w| w.contains("`platforms.slack`")), "{:?}", l.warnings);
-    let wa = load("{}", &[("WHATSAPP_ALLOWED_USERS", "4915, 4916")]).unwrap().platform("whatsapp");
+    let mx = load("{}", &[("MATRIX_ALLOWED_USERS", "@a:x, @b:x")]).unwrap().platform("matrix");
+    assert_eq!(mx.allowed_users, ["@a:x", "@b:x"]);
+    // WhatsApp's variables carry Hermes' Cloud API prefix (its plain WHATSAPP_* are the Baileys bridge's).
+    let wa = load("{}", &[("WHATSAPP_CLOUD_ALLOWED_USERS", "4915, 4916"), ("WHATSAPP_ALLOWED_USERS", "1")]).unwrap().platform("whatsapp");
     assert_eq!(wa.allowed_users, ["4915", "4916"]);
     assert_eq!(l.platform("telegram").api_base, "https://api.telegram.org", "the built-in platforms keep their defaults");
     // The environment snapshot never prints its values (they may be secrets).

@@ -14,5 +14,5 @@ mod types;
 
 pub use env::Env;
 pub use hermes::*;
-pub use load::{ConfigError, Loaded, Parsed, Secrets, load_settings, parse_yaml, parse_yaml_full};
+pub use load::{ConfigError, Loaded, Parsed, Secrets, load_settings, parse_yaml, parse_yaml_full, platform_env_prefix};
 pub use types::*;

@@ -231,6 +231,9 @@ pub struct PlatformSettings {
     pub home_channel: String,
     /// API base URL (tests point it at a local fake).
     pub api_base: String,
+    /// API version, for platforms whose URLs carry one (WhatsApp's Graph API: empty means
+    /// `v21.0`).
+    pub api_version: String,
     /// How updates arrive (Telegram): `webhook` or `polling`; unset: polling when the bot
     /// token is set and the webhook secret is not (docs/design.md#telegram-polling).
     pub mode: Option<IntakeMode>,

@@ -178,6 +178,11 @@ impl Poller {
             Ok(Received::Answer(_)) => return Ok(()),
             Ok(Received::Turn(msg)) => (msg, None),
             Ok(Received::Deferred { msg, then, .. }) => (msg, then),
+            Ok(Received::DeferredMany { .. }) => {
+                // One Telegram update is one message; the channel never batches.
+                tracing::warn!(update_id = id, "telegram: a batched update is not expected; ignored");
+                return Ok(());
+            }
             Err(ChannelError::BadRequest(why)) => {
                 tracing::warn!(update_id = id, %why, "telegram: update ignored");
                 return Ok(());

@@ -151,7 +151,10 @@ fn resolve(ctx: &ToolCtx<'_>, label: &str) -> Result<Target, ToolError> {
         return Err(invalid(ctx, &why));
     }
     match parts.next() {
-        None => Err(invalid(ctx, &format!("No home channel set for {platform} ({}_HOME_CHANNEL)", platform.to_ascii_uppercase()))),
+        None => Err(invalid(
+            ctx,
+            &format!("No home channel set for {platform} ({}_HOME_CHANNEL)", crate::config::platform_env_prefix(platform)),
+        )),
         Some(chat) => Ok(Target { platform: platform.into(), chat_id: chat.into(), thread_id: parts.next().map(str::to_string) }),
     }
 }

@@ -79,5 +79,20 @@ async fn webhook(
             });
             Ok(ack.into_response())
         }
+        Received::DeferredMany { msgs, ack } => {
+            let sessions = s.app.sessions();
+            // Counted until the whole batch is handled: the Lambda settle phase waits for it.
+            let running = s.channels.deferred_guard();
+            tokio::spawn(async move {
+                for msg in msgs {
+                    // Each message's failure is its own: the next one still runs.
+                    if let Err(e) = sessions.handle_inbound(msg).await {
+                        tracing::warn!(error = %e, "a batched webhook message failed");
+                    }
+                }
+                drop(running);
+            });
+            Ok(ack.into_response())
+        }
     }
 }
