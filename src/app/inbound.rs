@@ -173,6 +173,7 @@ impl App {
         let mut msgs = crate::app::turns::pending_messages(&mut next);
         let mut user = Message::text(Role::User, msg.text.clone(), self.inner.clock.now());
         user.platform_message_id = msg.message_id.clone();
+        user.attachments = msg.attachments.clone();
         msgs.push(user);
         if let Some(d) = dedupe {
             changes.push(SessionChange::Inbound(d.clone()));
@@ -244,12 +245,17 @@ impl App {
         let cap = self.inner.cfg.settings.max_queued;
         match route {
             Route::Fifo => {
-                let item = QueuedItem { text: msg.text.clone(), message_id: msg.message_id.clone(), at: now };
+                let item = QueuedItem { text: msg.text.clone(), message_id: msg.message_id.clone(), at: now, attachments: msg.attachments.clone() };
                 self.inner.store.queue_push(&cur.session_key, &item, cap - cur.pending.len(), dedupe).await
             }
             Route::Slot => {
                 let mut next = cur.clone();
-                queue::push_slot(&mut next.pending, PendingMessage { text: msg.text.clone(), message_id: msg.message_id.clone(), at: now });
+                queue::push_slot(&mut next.pending, PendingMessage {
+                        text: msg.text.clone(),
+                        message_id: msg.message_id.clone(),
+                        at: now,
+                        attachments: msg.attachments.clone(),
+                    });
                 next.interrupt_requested = next.lease.is_some();
                 let changes: Vec<SessionChange> = dedupe.iter().map(|d| SessionChange::Inbound((*d).clone())).collect();
                 self.inner.store.put_entry(&next, &changes).await.map(|e| e.pending.len())
