@@ -23,6 +23,7 @@ mod inbound;
 mod jobs;
 mod lease;
 mod lifecycle;
+mod media;
 mod memory;
 mod recovery;
 mod services;
@@ -85,6 +86,8 @@ pub(in crate::app) struct Inner {
     pub(in crate::app) skills: skills::SkillCache,
     /// The configured MCP servers and this process's connections to them.
     pub(in crate::app) mcp: tools::mcp::McpHub,
+    /// Speech to text for voice notes.
+    pub(in crate::app) stt: Arc<dyn crate::ports::Transcriber>,
 }
 
 /// What an [`App`] is built from: settings and adapters, chosen once at wiring time.
@@ -109,6 +112,8 @@ pub struct Parts {
     pub owner: Option<String>,
     /// Where the fire-token verifier fetches a JWKS (`cron.chronos.jwks_url`).
     pub jwks: Arc<dyn crate::ports::JwksSource>,
+    /// Speech to text for voice notes.
+    pub stt: Arc<dyn crate::ports::Transcriber>,
 }
 
 /// Use-case failures; mapped to HTTP in `http/error.rs`.
@@ -134,7 +139,7 @@ pub enum AppError {
 impl App {
     /// Builds the app from its parts (once per process, or per test).
     pub fn new(parts: Parts) -> Self {
-        let Parts { cfg, home, store, llm, delivery, timers, clock, tools, owner, jwks } = parts;
+        let Parts { cfg, home, store, llm, delivery, timers, clock, tools, owner, jwks, stt } = parts;
         let fire_auth = fire_token::FireAuth::from_config(&cfg, jwks);
         let mcp = tools::mcp::McpHub::from_settings(&cfg.settings, std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some());
         let mut live = recovery::Live::default();
@@ -156,6 +161,7 @@ impl App {
                 fires: wake::Fires::default(),
                 skills: skills::SkillCache::default(),
                 mcp,
+                stt,
             }),
         }
     }
