@@ -150,6 +150,7 @@ impl TestApp {
     /// Builds the app.
     pub fn build(self) -> App {
         let loaded = self.loaded();
+        let stt = crate::clients::stt::from_config(&loaded);
         App::new(Parts {
             delivery: self.delivery.unwrap_or_else(|| Arc::new(crate::channels::Channels::from_config(&loaded))),
             cfg: Arc::new(loaded),
@@ -161,6 +162,7 @@ impl TestApp {
             tools: Arc::new(crate::app::tools::builtin()),
             owner: self.owner,
             jwks: Arc::new(crate::clients::jwks::HttpJwks::default()),
+            stt,
         })
     }
 }

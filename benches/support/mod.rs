@@ -78,5 +78,6 @@ pub fn app(dir: &std::path::Path, cfg: Loaded, store: Arc<dyn Store>) -> App {
         tools: Arc::new(hermes_zero::app::tools::builtin()),
         owner: None,
         jwks: Arc::new(hermes_zero::clients::jwks::HttpJwks::default()),
+        stt: Arc::new(hermes_zero::ports::NoStt("benchmarks".into())),
     })
 }

@@ -81,6 +81,9 @@ where
     let max_iter = app.inner.cfg.settings.model.max_iterations;
     let context = crate::app::context::load(app, &spec).await?;
     let mut prompt = assemble(&spec.system, &spec.notes, &context.messages, usize::MAX, app.inner.clock.now());
+    if let Some(origin) = &spec.origin {
+        app.load_images(&origin.platform, &mut prompt).await;
+    }
     let ctx =
         ToolCtx { app, session_id: spec.session_id, origin: spec.origin.as_ref(), kind: spec.kind, deadline: spec.deadline, call_id: None };
     let toolset = app.inner.tools.toolset(&ctx);

@@ -83,8 +83,8 @@ impl App {
 
     /// Handles one inbound message.
     #[tracing::instrument(skip_all, fields(platform = %msg.origin.platform, session_key))]
-    pub(in crate::app) async fn handle_inbound(&self, msg: Inbound) -> Result<Outcome, AppError> {
-        if msg.text.trim().is_empty() {
+    pub(in crate::app) async fn handle_inbound(&self, mut msg: Inbound) -> Result<Outcome, AppError> {
+        if msg.text.trim().is_empty() && msg.attachments.is_empty() {
             return Err(AppError::BadRequest("`text` must not be empty".into()));
         }
         let key = SessionKey::derive(&msg.origin, self.key_rules());
@@ -108,6 +108,15 @@ impl App {
                 return Ok(out);
             }
             return self.handle_command(cmd, &msg, &key, dedupe, out).await;
+        }
+        // Files become text (or stay photo references) before anything is stored.
+        for line in self.prepare_media(&mut msg).await {
+            self.reply(&msg.origin, msg.reply, &line).await;
+            out.notices.push(line);
+        }
+        if msg.text.trim().is_empty() && msg.attachments.is_empty() {
+            out.reply = Some(std::mem::take(&mut out.notices).join("\n"));
+            return Ok(out);
         }
         if !self.inner.live.accepting() {
             let cur = self.load_or_create(&msg.origin, &key).await?;
@@ -145,7 +154,7 @@ impl App {
         self.continue_or_release(key, token, report.held).await?;
         crate::app::crash::crash_point("turn:released");
         out.reply = Some(report.reply);
-        out.notices = report.notices;
+        out.notices.extend(report.notices);
         Ok(out)
     }
 
@@ -178,6 +187,7 @@ impl App {
         let mut msgs = crate::app::turns::pending_messages(&mut next);
         let mut user = Message::text(Role::User, msg.text.clone(), self.inner.clock.now());
         user.platform_message_id = msg.message_id.clone();
+        user.attachments = msg.attachments.clone();
         msgs.push(user);
         if let Some(d) = dedupe {
             changes.push(SessionChange::Inbound(d.clone()));
@@ -249,12 +259,25 @@ impl App {
         let cap = self.inner.cfg.settings.max_queued;
         match route {
             Route::Fifo => {
-                let item = QueuedItem { text: msg.text.clone(), message_id: msg.message_id.clone(), at: now };
+                let item = QueuedItem {
+                    text: msg.text.clone(),
+                    message_id: msg.message_id.clone(),
+                    at: now,
+                    attachments: msg.attachments.clone(),
+                };
                 self.inner.store.queue_push(&cur.session_key, &item, cap - cur.pending.len(), dedupe).await
             }
             Route::Slot => {
                 let mut next = cur.clone();
-                queue::push_slot(&mut next.pending, PendingMessage { text: msg.text.clone(), message_id: msg.message_id.clone(), at: now });
+                queue::push_slot(
+                    &mut next.pending,
+                    PendingMessage {
+                        text: msg.text.clone(),
+                        message_id: msg.message_id.clone(),
+                        at: now,
+                        attachments: msg.attachments.clone(),
+                    },
+                );
                 next.interrupt_requested = next.lease.is_some();
                 let changes: Vec<SessionChange> = dedupe.iter().map(|d| SessionChange::Inbound((*d).clone())).collect();
                 self.inner.store.put_entry(&next, &changes).await.map(|e| e.pending.len())

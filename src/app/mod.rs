@@ -24,6 +24,7 @@ mod inbound;
 mod jobs;
 mod lease;
 mod lifecycle;
+mod media;
 mod memory;
 mod recovery;
 mod services;
@@ -90,6 +91,8 @@ pub(in crate::app) struct Inner {
     pub(in crate::app) mcp: tools::mcp::McpHub,
     /// Usage counted in memory until the next flush (docs/design.md#usage).
     pub(in crate::app) usage: usage::Usage,
+    /// Speech to text for voice notes.
+    pub(in crate::app) stt: Arc<dyn crate::ports::Transcriber>,
 }
 
 /// What an [`App`] is built from: settings and adapters, chosen once at wiring time.
@@ -114,6 +117,8 @@ pub struct Parts {
     pub owner: Option<String>,
     /// Where the fire-token verifier fetches a JWKS (`cron.chronos.jwks_url`).
     pub jwks: Arc<dyn crate::ports::JwksSource>,
+    /// Speech to text for voice notes.
+    pub stt: Arc<dyn crate::ports::Transcriber>,
 }
 
 /// Use-case failures; mapped to HTTP in `http/error.rs`.
@@ -139,7 +144,7 @@ pub enum AppError {
 impl App {
     /// Builds the app from its parts (once per process, or per test).
     pub fn new(parts: Parts) -> Self {
-        let Parts { cfg, home, store, llm, delivery, timers, clock, tools, owner, jwks } = parts;
+        let Parts { cfg, home, store, llm, delivery, timers, clock, tools, owner, jwks, stt } = parts;
         let fire_auth = fire_token::FireAuth::from_config(&cfg, jwks);
         let mcp = tools::mcp::McpHub::from_settings(&cfg.settings, std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some());
         let mut live = recovery::Live::default();
@@ -162,6 +167,7 @@ impl App {
                 skills: skills::SkillCache::default(),
                 mcp,
                 usage: usage::Usage::default(),
+                stt,
             }),
         }
     }

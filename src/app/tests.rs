@@ -105,7 +105,7 @@ async fn no_reset_while_queued_work_waits() {
     let k = kit("session_reset: {mode: idle, idle_minutes: 1}", "2026-01-01T10:00:00Z");
     let first = k.app.handle_inbound(inbound("api", "hello")).await.unwrap();
     let key = SessionKey::parse(&first.session_key).unwrap();
-    let item = QueuedItem { text: "queued earlier".into(), message_id: None, at: k.clock.now_for_test() };
+    let item = QueuedItem { text: "queued earlier".into(), message_id: None, at: k.clock.now_for_test(), attachments: Vec::new() };
     k.app.inner.store.queue_push(&key, &item, 32, None).await.unwrap();
     k.clock.advance(Duration::hours(5));
     let second = k.app.handle_inbound(inbound("api", "now")).await.unwrap();

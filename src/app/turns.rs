@@ -365,6 +365,7 @@ pub(crate) fn pending_messages(e: &mut SessionEntry) -> Vec<Message> {
         .map(|p| {
             let mut m = Message::text(Role::User, p.text, p.at);
             m.platform_message_id = p.message_id;
+            m.attachments = p.attachments;
             m
         })
         .collect()

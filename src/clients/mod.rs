@@ -8,6 +8,7 @@ pub mod jwks;
 pub mod llm;
 pub mod mcp;
 pub mod nas;
+pub mod stt;
 
 use std::time::Duration;
 

@@ -214,7 +214,6 @@ pub const HERMES_SECTIONS: &[&str] = &[
     "dashboard",
     "privacy",
     "tts",
-    "stt",
     "voice",
     "human_delay",
     "context",
@@ -293,8 +292,18 @@ pub const HERMES_SUBKEYS: &[&str] = &[
 
 /// Sections whose sub-keys are Hermes' business: only the ones above are read, the rest
 /// pass silently.
-pub const HERMES_OPEN_SECTIONS: &[&str] =
-    &["agent", "display", "memory", "compression", "streaming", "prompt_caching", "mcp_servers", "fallback_model", "fallback_providers"];
+pub const HERMES_OPEN_SECTIONS: &[&str] = &[
+    "agent",
+    "display",
+    "memory",
+    "compression",
+    "streaming",
+    "prompt_caching",
+    "mcp_servers",
+    "fallback_model",
+    "fallback_providers",
+    "stt",
+];
 
 /// Lays the Hermes places over the flat keys (the Hermes place wins where both are set).
 pub fn overlay(s: &mut Settings) {

@@ -62,6 +62,8 @@ pub struct Settings {
     pub fallback_model: Option<OneOrMany<FallbackEntry>>,
     /// Hermes' fallback chain, tried before `fallback_model`.
     pub fallback_providers: Option<OneOrMany<FallbackEntry>>,
+    /// Hermes' `stt:` (voice notes, docs/design.md#media).
+    pub stt: SttSettings,
 }
 
 impl Default for Settings {
@@ -93,6 +95,7 @@ impl Default for Settings {
             mcp_cache_seconds: 3600,
             fallback_model: None,
             fallback_providers: None,
+            stt: SttSettings::default(),
         }
     }
 }
@@ -167,6 +170,9 @@ pub struct ModelSettings {
     pub context_length: u64,
     /// Per-request timeout.
     pub timeout_seconds: u64,
+    /// Hermes' `model.supports_vision`: photos reach the model as image parts (off: the
+    /// model gets the caption and a note that a photo was left out).
+    pub supports_vision: bool,
 }
 
 impl Default for ModelSettings {
@@ -183,6 +189,7 @@ impl Default for ModelSettings {
             max_context_messages: 200,
             context_length: 0,
             timeout_seconds: 120,
+            supports_vision: false,
         }
     }
 }
@@ -380,5 +387,50 @@ pub struct EventBridgeSettings {
 impl Default for EventBridgeSettings {
     fn default() -> Self {
         Self { group: "hermes-zero".into(), target_arn: String::new(), role_arn: String::new() }
+    }
+}
+
+/// Hermes' `stt:` block: speech to text for voice notes through an OpenAI-compatible
+/// `/audio/transcriptions` (docs/design.md#media). Other Hermes keys pass silently.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SttSettings {
+    /// Transcribe voice notes at all (Hermes' default: on).
+    pub enabled: bool,
+    /// Hermes' provider name; `openai` (the default here) is the one read.
+    pub provider: String,
+    /// Alias of `stt.openai.base_url`.
+    pub base_url: String,
+    /// Alias of `stt.openai.model`.
+    pub model: String,
+    /// `stt.openai:` (wins over the aliases).
+    pub openai: SttOpenAi,
+}
+
+impl Default for SttSettings {
+    fn default() -> Self {
+        Self { enabled: true, provider: String::new(), base_url: String::new(), model: String::new(), openai: SttOpenAi::default() }
+    }
+}
+
+/// `stt.openai:`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SttOpenAi {
+    /// Base URL (default `https://api.openai.com/v1`).
+    pub base_url: String,
+    /// Model (default `whisper-1`).
+    pub model: String,
+}
+
+impl SttSettings {
+    /// The base URL in effect.
+    pub fn base_url(&self) -> &str {
+        [&self.openai.base_url, &self.base_url].into_iter().find(|s| !s.trim().is_empty()).map_or("https://api.openai.com/v1", |s| s.trim())
+    }
+
+    /// The model in effect.
+    pub fn model(&self) -> &str {
+        [&self.openai.model, &self.model].into_iter().find(|s| !s.trim().is_empty()).map_or("whisper-1", |s| s.trim())
     }
 }

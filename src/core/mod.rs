@@ -10,6 +10,7 @@ pub mod ids;
 pub mod inbound;
 pub mod job;
 pub mod jobfile;
+pub mod media;
 pub mod memory;
 pub mod prompt;
 pub mod queue;

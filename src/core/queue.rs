@@ -107,7 +107,7 @@ mod tests {
                     if !has_room(cap, slot.len(), fifo.len()) { refused += 1; continue; }
                     accepted.push(text.clone());
                     match route(if op == 0 { BusyInputMode::Interrupt } else { BusyInputMode::Queue }, explicit) {
-                        Route::Slot => push_slot(&mut slot, PendingMessage { text, message_id: None, at: DateTime::<Utc>::UNIX_EPOCH }),
+                        Route::Slot => push_slot(&mut slot, PendingMessage { text, message_id: None, at: DateTime::<Utc>::UNIX_EPOCH, attachments: Vec::new() }),
                         Route::Fifo => fifo.push_back(text),
                     }
                 } else if !slot.is_empty() {

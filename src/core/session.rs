@@ -4,6 +4,7 @@
 //! Pure data plus small pure helpers; the store decides how it is laid out on disk.
 
 use crate::core::ids::{Origin, SessionId, SessionKey};
+use crate::core::inbound::Attachment;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -125,6 +126,9 @@ pub struct PendingMessage {
     pub message_id: Option<String>,
     /// When it arrived.
     pub at: DateTime<Utc>,
+    /// Files that came with it, by platform reference (docs/design.md#media).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<Attachment>,
 }
 
 impl SessionEntry {
@@ -268,6 +272,22 @@ pub struct Message {
     /// messages before this position, and is itself left out of later prompts' tails.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary_through: Option<u64>,
+    /// Files that came with a user message, by platform reference only (never the bytes):
+    /// the photos a vision model gets in the turn that answers it (docs/design.md#media).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<Attachment>,
+    /// Images loaded for this model call only: held in memory, never stored.
+    #[serde(skip)]
+    pub images: Vec<Image>,
+}
+
+/// An image's bytes for one model call (docs/design.md#media: never stored).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Image {
+    /// MIME type (`image/jpeg`, …).
+    pub mime: String,
+    /// The bytes, base64-encoded as both providers take them.
+    pub base64: String,
 }
 
 impl Message {
@@ -283,6 +303,8 @@ impl Message {
             model: None,
             duration_ms: None,
             summary_through: None,
+            attachments: Vec::new(),
+            images: Vec::new(),
         }
     }
 }

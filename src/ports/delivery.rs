@@ -35,6 +35,10 @@ pub enum DeliveryError {
     /// Permanent: retrying will not help.
     #[error("delivery refused: {0}")]
     Permanent(String),
+    /// A fetched file is over the caller's cap (its size in bytes, when the platform said).
+    /// Nothing past the cap was read.
+    #[error("the file is larger than allowed")]
+    TooLarge(Option<u64>),
 }
 
 /// Outbound messages to chat platforms.

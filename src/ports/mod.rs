@@ -7,12 +7,14 @@
 //!   [`JobStore`], [`LedgerStore`] and [`MetaStore`]. Through `Arc<dyn Store>` every method
 //!   is callable without importing its concern; a concrete adapter needs the concern in scope;
 //! - `llm`: [`Llm`], the model; `delivery`: [`Delivery`], outbound messages;
-//! - `timers`: [`Timers`], whoever wakes the process for a job's next occurrence.
+//! - `timers`: [`Timers`], whoever wakes the process for a job's next occurrence;
+//! - `stt`: [`Transcriber`], speech to text for voice notes.
 
 mod delivery;
 mod keys;
 mod llm;
 mod store;
+mod stt;
 mod timers;
 
 pub use delivery::{Delivery, DeliveryError, Target};
@@ -22,6 +24,7 @@ pub use store::{
     Appended, Claim, Counts, InboundId, JobStore, LedgerStore, MetaStore, QueueStore, QueuedItem, SearchHit, SessionChange, SessionStore,
     Store, StoreError,
 };
+pub use stt::{Audio, NoStt, SttError, Transcriber};
 pub use timers::{PollingTimers, ReconcileReport, TimerError, TimerProvider, Timers, WAKE_ID};
 
 use chrono::{DateTime, Utc};

@@ -95,6 +95,19 @@ pub struct QueuedItem {
     pub message_id: Option<String>,
     /// When it was queued.
     pub at: DateTime<Utc>,
+    /// Files that came with it, by platform reference (docs/design.md#media).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<crate::core::inbound::Attachment>,
+}
+
+impl QueuedItem {
+    /// The transcript message it becomes when a turn takes it.
+    pub fn to_message(&self) -> crate::core::session::Message {
+        let mut msg = crate::core::session::Message::text(crate::core::session::Role::User, self.text.clone(), self.at);
+        msg.platform_message_id = self.message_id.clone();
+        msg.attachments = self.attachments.clone();
+        msg
+    }
 }
 
 /// A platform message id, for deduplicating platform retries.

@@ -127,6 +127,7 @@ async fn wire_parts(home: &Path, cfg: Loaded, owner: Option<String>) -> Result<W
     let channels = Arc::new(Channels::from_config(&cfg));
     let clock = clock(&cfg);
     let timers = timers(&cfg, &clock);
+    let stt = crate::clients::stt::from_config(&cfg);
     let app = App::new(Parts {
         cfg: Arc::new(cfg),
         home: home.to_path_buf(),
@@ -138,6 +139,7 @@ async fn wire_parts(home: &Path, cfg: Loaded, owner: Option<String>) -> Result<W
         tools: Arc::new(crate::app::tools::builtin()),
         owner,
         jwks: Arc::new(crate::clients::jwks::HttpJwks::default()),
+        stt,
     });
     Ok(Wired { app, channels })
 }

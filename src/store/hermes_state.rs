@@ -147,6 +147,8 @@ impl HermesState {
                     model: None,
                     duration_ms: None,
                     summary_through: None,
+                    attachments: Vec::new(),
+                    images: Vec::new(),
                 }))
             })
             .map_err(|e| classify(&self.path, e))?;

@@ -13,9 +13,9 @@ pub const LIMIT: usize = 4096;
 
 /// A Bot API client, built once (its HTTP client is shared with the other channels).
 pub struct TelegramClient {
-    http: reqwest::Client,
-    base: String,
-    token: SecretString,
+    pub(super) http: reqwest::Client,
+    pub(super) base: String,
+    pub(super) token: SecretString,
 }
 
 impl TelegramClient {
@@ -98,6 +98,9 @@ pub struct TgMessage {
     /// Caption of media, used as text when there is no text.
     #[serde(default)]
     pub caption: Option<String>,
+    /// Photos, voice notes, documents, … (docs/design.md#media).
+    #[serde(flatten)]
+    pub media: super::media::TgMedia,
 }
 
 /// A Telegram user.

@@ -1,16 +1,18 @@
 //! Telegram: `POST /webhooks/telegram` (secret-token header checked before the body is
 //! read; an `Update` becomes one inbound message, answered with 200 after it is handled)
 //! and `sendMessage` for replies (split at 4096 characters on line boundaries), edited in
-//! place with `editMessageText` while a streamed reply grows.
+//! place with `editMessageText` while a streamed reply grows; files that come with a message
+//! are attachments, downloaded by `media`.
 
 pub mod api;
 pub mod bot;
+pub mod media;
 
 use crate::app::{AppError, Outcome};
 use crate::channels::{Channel, ChannelError, RawRequest, Received, Route, Sent, Unauthenticated, WebReply};
 use crate::config::Loaded;
 use crate::core::ids::{ChatType, Origin};
-use crate::core::inbound::{Inbound, ReplyPath};
+use crate::core::inbound::{Attachment, Inbound, ReplyPath};
 use crate::ports::{DeliveryError, Target};
 use api::{TelegramClient, Update};
 use async_trait::async_trait;
@@ -49,7 +51,11 @@ fn ignored(why: &str) -> Received {
 /// The inbound message of an update, or why it is ignored.
 fn normalize(update: Update) -> Result<Result<Inbound, &'static str>, ChannelError> {
     let Some(m) = update.message else { return Ok(Err("no message")) };
-    let Some(text) = m.text.or(m.caption).filter(|t| !t.trim().is_empty()) else { return Ok(Err("no text")) };
+    let attachments = media::attachments(&m.media);
+    let text = m.text.or(m.caption).unwrap_or_default();
+    if text.trim().is_empty() && attachments.is_empty() {
+        return Ok(Err("no text"));
+    }
     if m.from.as_ref().is_some_and(|f| f.is_bot) {
         return Ok(Err("from a bot"));
     }
@@ -60,14 +66,7 @@ fn normalize(update: Update) -> Result<Result<Inbound, &'static str>, ChannelErr
         Origin::new("telegram", &m.chat.id.to_string(), chat_type, user.as_deref(), thread.as_deref()).map_err(|e| bad(e.to_string()))?;
     origin.chat_name = m.chat.title.clone().or_else(|| m.from.as_ref().and_then(|f| f.username.clone().or(f.first_name.clone())));
     let user_name = m.from.as_ref().and_then(|f| f.first_name.clone());
-    Ok(Ok(Inbound {
-        origin,
-        text,
-        message_id: Some(m.message_id.to_string()),
-        user_name,
-        reply: ReplyPath::Origin,
-        attachments: Vec::new(),
-    }))
+    Ok(Ok(Inbound { origin, text, message_id: Some(m.message_id.to_string()), user_name, reply: ReplyPath::Origin, attachments }))
 }
 
 #[async_trait]
@@ -145,6 +144,13 @@ impl Channel for Telegram {
     async fn edit(&self, target: &Target, message_id: &str, text: &str) -> Result<(), DeliveryError> {
         match &self.client {
             Some(c) => c.edit_message(target, message_id, text).await,
+            None => Err(DeliveryError::NotConfigured("telegram (TELEGRAM_BOT_TOKEN is not set)".into())),
+        }
+    }
+
+    async fn fetch(&self, attachment: &Attachment, max_bytes: usize) -> Result<Vec<u8>, DeliveryError> {
+        match &self.client {
+            Some(c) => media::fetch(c, attachment, max_bytes).await,
             None => Err(DeliveryError::NotConfigured("telegram (TELEGRAM_BOT_TOKEN is not set)".into())),
         }
     }

@@ -167,7 +167,15 @@ fn blocks(m: &Message) -> (&'static str, Vec<Value>) {
             ("assistant", b)
         }
         _ => {
-            let b = if m.content.trim().is_empty() { vec![] } else { vec![json!({"type": "text", "text": m.content})] };
+            // Photos for this call (docs/design.md#media) go before the text, as Anthropic advises.
+            let mut b: Vec<Value> = m
+                .images
+                .iter()
+                .map(|i| json!({"type": "image", "source": {"type": "base64", "media_type": i.mime, "data": i.base64}}))
+                .collect();
+            if !m.content.trim().is_empty() {
+                b.push(json!({"type": "text", "text": m.content}));
+            }
             ("user", b)
         }
     }
@@ -295,6 +303,20 @@ mod tests {
         assert_eq!((m[2]["content"][0]["type"].as_str(), m[2]["content"][1]["type"].as_str()), (Some("tool_result"), Some("text")));
         let marked = m.iter().filter(|x| x["content"].as_array().unwrap().last().unwrap().get("cache_control").is_some()).count();
         assert_eq!(marked, 3, "system + last three messages carry cache_control");
+    }
+
+    #[test]
+    fn a_photo_is_an_image_block_before_its_caption() {
+        let mut m = msg(Role::User, "[photo] what is this?");
+        m.images.push(crate::core::session::Image { mime: "image/png".into(), base64: "iVBORw==".into() });
+        let wire = wire_messages(&[m]);
+        assert_eq!(
+            wire[0]["content"][0],
+            json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw=="}})
+        );
+        assert_eq!(wire[0]["content"][1]["text"], "[photo] what is this?");
+        let stored = serde_json::to_value(msg(Role::User, "x")).unwrap();
+        assert!(stored.get("images").is_none(), "image bytes are never serialized for the store");
     }
 
     #[test]

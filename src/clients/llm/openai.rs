@@ -125,6 +125,13 @@ fn wire_message(m: &Message) -> Value {
     if m.role == Role::Tool {
         v["tool_call_id"] = json!(m.tool_call_id.as_deref().unwrap_or(""));
     }
+    if !m.images.is_empty() {
+        // A photo for this call (docs/design.md#media): a content array, text first.
+        let text = (!m.content.trim().is_empty()).then(|| json!({"type": "text", "text": m.content}));
+        let images =
+            m.images.iter().map(|i| json!({"type": "image_url", "image_url": {"url": format!("data:{};base64,{}", i.mime, i.base64)}}));
+        v["content"] = text.into_iter().chain(images).collect();
+    }
     v
 }
 
@@ -207,5 +214,17 @@ mod tests {
         assert_eq!((r.input_tokens, r.output_tokens), (5, 2));
         assert!(matches!(parse_response("{}"), Err(LlmError::BadResponse(_))));
         assert!(matches!(parse_response("<html>"), Err(LlmError::BadResponse(_))));
+    }
+
+    #[test]
+    fn a_photo_is_a_content_array_with_a_data_url() {
+        let mut m = Message::text(Role::User, "[photo] a cat?", chrono::DateTime::UNIX_EPOCH);
+        m.images.push(crate::core::session::Image { mime: "image/jpeg".into(), base64: "/9j/".into() });
+        assert_eq!(
+            wire_message(&m)["content"],
+            json!([{"type": "text", "text": "[photo] a cat?"}, {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,/9j/"}}])
+        );
+        m.images.clear();
+        assert_eq!(wire_message(&m)["content"], "[photo] a cat?");
     }
 }

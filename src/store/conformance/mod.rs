@@ -95,7 +95,7 @@ fn record(e: &SessionEntry) -> SessionRecord {
 }
 
 fn item(t: &str) -> QueuedItem {
-    QueuedItem { text: t.into(), message_id: None, at: Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap() }
+    QueuedItem { text: t.into(), message_id: None, at: Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap(), attachments: Vec::new() }
 }
 
 /// A job `id` every hour, due at `next`.

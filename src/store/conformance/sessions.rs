@@ -117,7 +117,7 @@ pub(crate) async fn wake_candidates(s: Arc<dyn Store>) {
     let live = mk(11, Some(5));
     let idle = mk(12, None);
     let mut pending = mk(13, None);
-    pending.pending.push(PendingMessage { text: "p".into(), message_id: None, at: now });
+    pending.pending.push(PendingMessage { text: "p".into(), message_id: None, at: now, attachments: Vec::new() });
     let queued = mk(14, None);
     for e in [&expired, &live, &idle, &pending, &queued] {
         s.put_entry(e, &[]).await.unwrap();

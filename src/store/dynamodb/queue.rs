@@ -10,7 +10,7 @@ use super::transcript::{plan_append, plan_fence, plan_inbound, seen_inbound};
 use super::tx::{ATTEMPTS, Cond, MAX_ITEMS, Outcome, Part, Tx, backoff};
 use super::{DynamoError, DynamoStore};
 use crate::core::ids::{SessionId, SessionKey};
-use crate::core::session::{Fence, Message, Role};
+use crate::core::session::Fence;
 use crate::ports::{InboundId, QueuedItem, StoreError};
 use crate::store::encode;
 use chrono::{DateTime, Utc};
@@ -111,8 +111,7 @@ pub(super) async fn pop_into(
             continue;
         };
         let item: QueuedItem = doc(&stored, "queue item")?;
-        let mut msg = Message::text(Role::User, item.text.clone(), item.at);
-        msg.platform_message_id = item.message_id.clone();
+        let msg = item.to_message();
         let mut tx = Tx::default();
         if let Some(f) = fence {
             plan_fence(st, &mut tx, f)?;

@@ -165,7 +165,7 @@ async fn clear_removes_more_than_one_transaction_holds() {
     let Some(ep) = endpoint().await else { return };
     let s = fresh(&ep).await.with_page_size(50);
     let key = SessionKey::parse("agent:main:api:dm:big").unwrap();
-    let item = |i: usize| QueuedItem { text: format!("q{i}"), message_id: None, at: Utc::now() };
+    let item = |i: usize| QueuedItem { text: format!("q{i}"), message_id: None, at: Utc::now(), attachments: Vec::new() };
     for i in 0..130 {
         assert_eq!(s.queue_push(&key, &item(i), 200, None).await.unwrap(), i + 1);
     }
@@ -224,7 +224,7 @@ async fn concurrent_writers_never_share_a_sequence_number_or_pass_the_cap() {
             let mut queued = 0;
             for i in 0..8 {
                 s.append_messages(&id, &[Message::text(Role::User, format!("w{w}-{i}"), Utc::now())], None).await.unwrap();
-                let item = QueuedItem { text: format!("w{w}-{i}"), message_id: None, at: Utc::now() };
+                let item = QueuedItem { text: format!("w{w}-{i}"), message_id: None, at: Utc::now(), attachments: Vec::new() };
                 match s.queue_push(&key, &item, 10, None).await {
                     Ok(_) => queued += 1,
                     Err(StoreError::QueueFull(n)) => assert_eq!(n, 10),

@@ -5,7 +5,7 @@
 use super::sessions::{append_docs, check_fence, record_inbound};
 use super::{SqliteStore, ms};
 use crate::core::ids::{SessionId, SessionKey};
-use crate::core::session::{Fence, Message, Role};
+use crate::core::session::Fence;
 use crate::ports::{InboundId, QueueStore, QueuedItem, StoreError};
 use crate::store::{backend, decode, encode};
 use async_trait::async_trait;
@@ -57,8 +57,7 @@ impl QueueStore for SqliteStore {
             let Some((seq, doc)) = head else { return Ok(None) };
             let item: QueuedItem = decode("queue item", &doc)?;
             tx.execute("DELETE FROM queue_items WHERE session_key = ?1 AND seq = ?2", params![key, seq]).map_err(backend)?;
-            let mut msg = Message::text(Role::User, item.text.clone(), item.at);
-            msg.platform_message_id = item.message_id.clone();
+            let msg = item.to_message();
             append_docs(&tx, &session, &[encode("message", &msg)?])?;
             tx.commit().map_err(backend)?;
             Ok(Some(item))
