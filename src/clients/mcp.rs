@@ -162,7 +162,7 @@ fn http_transport(cfg: &McpServer) -> Result<StreamableHttpClientTransport<reqwe
     config.custom_headers = headers;
     config.max_json_response_size = MAX_RESPONSE_BYTES;
     config.max_sse_event_size = MAX_RESPONSE_BYTES;
-    let client = reqwest::Client::builder()
+    let client = crate::clients::client_builder()
         .connect_timeout(Duration::from_secs(10))
         .user_agent(concat!("hermes-zero/", env!("CARGO_PKG_VERSION")))
         .build()

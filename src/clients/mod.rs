@@ -10,11 +10,48 @@ pub mod mcp;
 pub mod nas;
 pub mod stt;
 
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
+
+/// The process's one TLS client configuration, built on first use: the Mozilla root
+/// certificates compiled into the binary (`webpki-roots`, what Hermes gets from certifi),
+/// plus the PEM certificates of `SSL_CERT_FILE` when that is set (a private CA, a corporate
+/// proxy). Nothing is read from the system store, which cost ~50 ms per client at start
+/// (docs/design.md#tls-roots).
+pub fn tls_config() -> rustls::ClientConfig {
+    static CONFIG: OnceLock<rustls::ClientConfig> = OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            let mut roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+            if let Some(file) = std::env::var_os("SSL_CERT_FILE") {
+                use rustls::pki_types::{CertificateDer, pem::PemObject};
+                match CertificateDer::pem_file_iter(&file) {
+                    Ok(certs) => {
+                        let (added, skipped) = roots.add_parsable_certificates(certs.flatten());
+                        tracing::debug!(added, skipped, "SSL_CERT_FILE certificates trusted");
+                    }
+                    Err(e) => tracing::warn!(error = %e, "SSL_CERT_FILE could not be read; using the built-in roots only"),
+                }
+            }
+            let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+            rustls::ClientConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .map(|b| b.with_root_certificates(roots).with_no_client_auth())
+                .unwrap_or_else(|_| {
+                    rustls::ClientConfig::builder().with_root_certificates(rustls::RootCertStore::empty()).with_no_client_auth()
+                })
+        })
+        .clone()
+}
+
+/// A client builder on the shared TLS configuration ([`tls_config`]).
+pub fn client_builder() -> reqwest::ClientBuilder {
+    reqwest::Client::builder().tls_backend_preconfigured(tls_config())
+}
 
 /// A shared HTTP client with a total-request timeout. rustls only.
 pub fn http_client(timeout: Duration) -> reqwest::Client {
-    reqwest::Client::builder()
+    client_builder()
         .timeout(timeout)
         .connect_timeout(Duration::from_secs(10))
         .user_agent(concat!("hermes-zero/", env!("CARGO_PKG_VERSION")))

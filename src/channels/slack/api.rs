@@ -104,9 +104,9 @@ impl SlackClient {
     }
 }
 
-fn too_large(file: &Attachment, max_bytes: usize) -> DeliveryError {
-    let name = file.name.as_deref().unwrap_or("the file");
-    DeliveryError::Permanent(format!("{name} is larger than {max_bytes} bytes"))
+/// Over the cap: the app answers the user with the size and the limit.
+fn too_large(file: &Attachment, _max_bytes: usize) -> DeliveryError {
+    DeliveryError::TooLarge(file.size)
 }
 
 /// Classifies a Web API answer once: HTTP 429 or `ratelimited` → rate-limited with Slack's

@@ -117,9 +117,9 @@ fn too_big(size: Option<u64>, max_bytes: usize) -> Result<(), DeliveryError> {
     }
 }
 
-fn over(size: Option<u64>, max_bytes: usize) -> DeliveryError {
-    let size = size.map(|n| format!(" ({n} bytes)")).unwrap_or_default();
-    DeliveryError::Permanent(format!("the file is too large{size}: the limit is {max_bytes} bytes"))
+/// Over the cap: the app answers the user with the size and the limit.
+fn over(size: Option<u64>, _max_bytes: usize) -> DeliveryError {
+    DeliveryError::TooLarge(size)
 }
 
 fn truncate(s: &str) -> String {

@@ -186,7 +186,7 @@ fn parse_url(text: &str) -> Result<Url, ToolError> {
 /// unlike the app's other clients: reqwest fixes DNS overrides when a client is built, and a
 /// pin that belongs to one request cannot leak into another (a few ms a hop).
 fn pinned_client(target: &safety::Target) -> Result<reqwest::Client, ToolError> {
-    let mut b = reqwest::Client::builder()
+    let mut b = crate::clients::client_builder()
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
         .connect_timeout(Duration::from_secs(10))
