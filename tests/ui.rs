@@ -373,7 +373,10 @@ async fn status(c: &Client) -> Result<()> {
     // The 14-day usage chart: one bar per day, today's counts from the journey so far.
     count(c, "[data-testid=usage-bar]", 14).await?;
     let totals = text_contains(c, "[data-testid=usage-totals]", "job run").await?;
-    ensure!(!totals.starts_with("14 days: 0 turns") && !totals.contains(" 0 job runs"), "usage totals: {totals}");
+    ensure!(
+        !totals.starts_with("14 days: 0 turns") && !totals.contains(" 0 job runs") && !totals.contains(" 0 store requests"),
+        "usage totals: {totals}"
+    );
     text_contains(c, "[data-testid=usage-estimate]", "Estimated cost").await?;
     shot(c, "ui-status.png").await?;
     Ok(())

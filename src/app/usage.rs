@@ -31,6 +31,9 @@ pub struct Usage {
     pending: Mutex<Pending>,
     /// Store requests since the last flush (bumped by the store wrapper, which has no clock).
     store_requests: AtomicI64,
+    /// The counting store's running total, when the app is wired with one (taken and reset
+    /// at each flush).
+    tally: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 #[derive(Default)]
@@ -62,7 +65,8 @@ impl Usage {
             return Vec::new();
         }
         p.last_flush = Some(now);
-        let requests = self.store_requests.swap(0, Ordering::Relaxed);
+        let tallied = self.tally.get().map_or(0, |t| t.swap(0, Ordering::Relaxed));
+        let requests = self.store_requests.swap(0, Ordering::Relaxed) + i64::try_from(tallied).unwrap_or(i64::MAX);
         if requests > 0 {
             *p.days.entry(now.date_naive()).or_default().entry("store_requests").or_insert(0) += requests;
         }
@@ -111,9 +115,10 @@ impl App {
         self.inner.usage.add(self.inner.clock.now(), deltas);
     }
 
-    /// The handle the store wrapper bumps per request.
-    pub fn usage_counter(&self) -> &Usage {
-        &self.inner.usage
+    /// Counts store requests from `tally`, the running total of the counting store this app
+    /// was wired with (`store::counting::CountingStore::tally`). Set once.
+    pub fn count_store_requests(&self, tally: std::sync::Arc<std::sync::atomic::AtomicU64>) {
+        let _ = self.inner.usage.tally.set(tally);
     }
 
     /// Writes the counts collected in memory if a minute passed since the last write (or at

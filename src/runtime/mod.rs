@@ -122,7 +122,10 @@ pub async fn wire_as(home: &Path, cfg: Loaded, owner: Option<String>) -> Result<
 
 /// Builds the app and the channels, nothing started.
 async fn wire_parts(home: &Path, cfg: Loaded, owner: Option<String>) -> Result<Wired, StartError> {
-    let store = open_store(home, &cfg).await?;
+    // Every store call is counted for the dashboard's usage chart (docs/design.md#usage).
+    let counting = Arc::new(crate::store::counting::CountingStore::new(open_store(home, &cfg).await?));
+    let tally = counting.tally();
+    let store: Arc<dyn crate::ports::Store> = counting;
     let llm = crate::clients::llm::from_config(&cfg);
     let channels = Arc::new(Channels::from_config(&cfg));
     let clock = clock(&cfg);
@@ -141,6 +144,7 @@ async fn wire_parts(home: &Path, cfg: Loaded, owner: Option<String>) -> Result<W
         jwks: Arc::new(crate::clients::jwks::HttpJwks::default()),
         stt,
     });
+    app.count_store_requests(tally);
     Ok(Wired { app, channels })
 }
 

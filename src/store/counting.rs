@@ -23,12 +23,19 @@ pub type Counts = BTreeMap<&'static str, u64>;
 pub struct CountingStore {
     inner: Arc<dyn Store>,
     counts: Mutex<Counts>,
+    /// All calls, for the usage counters (docs/design.md#usage), which take and reset it.
+    tally: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl CountingStore {
     /// Wraps `inner`, counting from zero.
     pub fn new(inner: Arc<dyn Store>) -> Self {
-        Self { inner, counts: Mutex::new(Counts::new()) }
+        Self { inner, counts: Mutex::new(Counts::new()), tally: Arc::default() }
+    }
+
+    /// The running total of calls, shared (the app's usage counters take it once a minute).
+    pub fn tally(&self) -> Arc<std::sync::atomic::AtomicU64> {
+        Arc::clone(&self.tally)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Counts> {
@@ -37,6 +44,7 @@ impl CountingStore {
 
     fn hit(&self, op: &'static str) {
         *self.lock().entry(op).or_default() += 1;
+        self.tally.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Calls so far, by operation.
@@ -183,5 +191,11 @@ impl MetaStore for CountingStore {
     }
     async fn delete_meta(&self, k: &str) -> Result<(), StoreError> {
         fwd!(self, delete_meta(k))
+    }
+    async fn add_counts(&self, k: &str, deltas: &[(&str, i64)]) -> Result<(), StoreError> {
+        fwd!(self, add_counts(k, deltas))
+    }
+    async fn get_counts(&self, keys: &[String]) -> Result<Vec<crate::ports::Counts>, StoreError> {
+        fwd!(self, get_counts(keys))
     }
 }
