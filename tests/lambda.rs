@@ -620,3 +620,113 @@ async fn lambda_calls_an_mcp_tool_and_refuses_stdio_servers() {
     assert_eq!(st["mcp"][0]["state"], "connected", "{st}");
     assert_eq!(st["mcp"][1]["state"], "refused: stdio servers run only self-hosted, not on Lambda", "{st}");
 }
+
+/// One recorded outbound platform call: (path, JSON body).
+type Posts = Arc<Mutex<Vec<(String, Value)>>>;
+
+/// A fake that answers Slack's Web API (`chat.postMessage`) and the Graph API (`/messages`)
+/// and records every call.
+async fn fake_platforms() -> (String, Posts) {
+    async fn slack(State(p): State<Posts>, Path(method): Path<String>, Json(v): Json<Value>) -> Json<Value> {
+        p.lock().unwrap().push((format!("slack/{method}"), v));
+        Json(json!({"ok": true, "channel": "D1", "ts": "1700000000.000200"}))
+    }
+    async fn graph(State(p): State<Posts>, Path((version, phone)): Path<(String, String)>, Json(v): Json<Value>) -> Json<Value> {
+        p.lock().unwrap().push((format!("graph/{version}/{phone}/messages"), v));
+        Json(json!({"messaging_product": "whatsapp", "messages": [{"id": "wamid.OUT1"}]}))
+    }
+    let posts: Posts = Arc::default();
+    let app = axum::Router::new()
+        .route("/slack/{method}", post(slack))
+        .route("/{version}/{phone}/messages", post(graph))
+        .with_state(posts.clone());
+    (common::spawn_server(app).await, posts)
+}
+
+fn hmac_hex(secret: &str, data: &[u8]) -> String {
+    use aws_lc_rs::hmac;
+    hmac::sign(&hmac::Key::new(hmac::HMAC_SHA256, secret.as_bytes()), data).as_ref().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Waits (≤ 30 s) until `posts` holds `n` calls.
+async fn wait_posts(posts: &Posts, n: usize) -> Vec<(String, Value)> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let got = posts.lock().unwrap().clone();
+        if got.len() >= n || Instant::now() > deadline {
+            return got;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn lambda_answers_signed_slack_and_whatsapp_webhooks_after_acknowledging() {
+    let llm = FakeLlm::start().await;
+    let (base, posts) = fake_platforms().await;
+    let home = TempHome::new("lambda-chat");
+    let extra = format!("platforms:\n  slack:\n    api_base: {base}/slack\n  whatsapp:\n    api_base: {base}\n");
+    home.write("config.yaml", &common::config(Some(&llm), None, &extra));
+    let (api, rapid) = start_rapid().await;
+    let envs = [
+        ("SLACK_SIGNING_SECRET", "slack-signing-secret"),
+        ("SLACK_BOT_TOKEN", "xoxb-lambda"),
+        ("SLACK_ALLOWED_USERS", "U1"),
+        ("WHATSAPP_CLOUD_APP_SECRET", "wa-app-secret"),
+        ("WHATSAPP_CLOUD_ACCESS_TOKEN", "wa-token"),
+        ("WHATSAPP_CLOUD_VERIFY_TOKEN", "wa-verify"),
+        ("WHATSAPP_CLOUD_PHONE_NUMBER_ID", "106540352242922"),
+        ("WHATSAPP_CLOUD_ALLOWED_USERS", "15551234567"),
+    ];
+    let mut f = Function::start(&api, rapid.clone(), home.path(), &envs);
+
+    // Slack: a signed DM through the Function URL; 200 at once, the reply after it.
+    let ts = epoch_secs().to_string();
+    let body = json!({"type": "event_callback", "team_id": "T1", "event_id": "Ev1", "event": {
+        "type": "message", "channel": "D1", "channel_type": "im", "user": "U1", "text": "hello from slack", "ts": "1700000000.000100"}})
+    .to_string();
+    let sig = format!("v0={}", hmac_hex("slack-signing-secret", format!("v0:{ts}:{body}").as_bytes()));
+    let headers = json!({"content-type": "application/json", "x-slack-request-timestamp": ts, "x-slack-signature": sig});
+    let (kind, resp) = f.invoke(function_url("POST", "/webhooks/slack", headers, Some(body), false)).await;
+    assert_eq!((kind, resp["statusCode"].clone()), ("response", json!(200)), "{resp}");
+    f.settled().await;
+    let got = wait_posts(&posts, 1).await;
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].0, "slack/chat.postMessage");
+    assert_eq!((got[0].1["channel"].clone(), got[0].1["text"].clone()), (json!("D1"), json!("echo: hello from slack")), "{got:?}");
+
+    // WhatsApp: the verify handshake (GET) and a signed text (POST) through the same router.
+    let mut verify = function_url("GET", "/webhooks/whatsapp", json!({}), None, false);
+    verify["rawQueryString"] = json!("hub.mode=subscribe&hub.verify_token=wa-verify&hub.challenge=1158201444");
+    verify["queryStringParameters"] = json!({"hub.mode": "subscribe", "hub.verify_token": "wa-verify", "hub.challenge": "1158201444"});
+    let (_, resp) = f.invoke(verify).await;
+    assert_eq!(resp["statusCode"], json!(200), "{resp}");
+    assert_eq!(resp["body"], json!("1158201444"), "{resp}");
+    let body = json!({"object": "whatsapp_business_account", "entry": [{"id": "1", "changes": [{"field": "messages", "value": {
+        "messaging_product": "whatsapp", "metadata": {"display_phone_number": "15550783881", "phone_number_id": "106540352242922"},
+        "contacts": [{"profile": {"name": "Ann"}, "wa_id": "15551234567"}],
+        "messages": [{"from": "15551234567", "id": "wamid.IN1", "timestamp": "1749416383", "type": "text", "text": {"body": "hello from whatsapp"}}]}}]}]})
+    .to_string();
+    let headers = json!({"content-type": "application/json", "x-hub-signature-256": format!("sha256={}", hmac_hex("wa-app-secret", body.as_bytes()))});
+    let (_, resp) = f.invoke(function_url("POST", "/webhooks/whatsapp", headers.clone(), Some(body.clone()), false)).await;
+    assert_eq!(resp["statusCode"], json!(200), "{resp}");
+    f.settled().await;
+    let got = wait_posts(&posts, 2).await;
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(got[1].0, "graph/v21.0/106540352242922/messages");
+    assert_eq!((got[1].1["to"].clone(), got[1].1["text"]["body"].clone()), (json!("15551234567"), json!("echo: hello from whatsapp")));
+
+    // A forged Slack call: 401, and nothing more is sent.
+    let headers =
+        json!({"content-type": "application/json", "x-slack-request-timestamp": epoch_secs().to_string(), "x-slack-signature": "v0=00"});
+    let (_, resp) = f.invoke(function_url("POST", "/webhooks/slack", headers, Some("{}".into()), false)).await;
+    assert_eq!(resp["statusCode"], json!(401), "{resp}");
+    f.settled().await;
+    assert_eq!(posts.lock().unwrap().len(), 2);
+    assert_eq!(llm.calls(), 2, "one model call per message");
+}
+
+/// Seconds since the epoch (Slack's signature timestamp).
+fn epoch_secs() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
+}
