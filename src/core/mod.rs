@@ -11,6 +11,7 @@ pub mod inbound;
 pub mod job;
 pub mod jobfile;
 pub mod memory;
+pub mod profile;
 pub mod prompt;
 pub mod queue;
 pub mod recovery;

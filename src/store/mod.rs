@@ -3,6 +3,8 @@
 //! must pass.
 
 pub mod hermes_state;
+pub mod scope;
+pub mod shard;
 pub mod sqlite;
 
 #[cfg(feature = "aws")]
