@@ -20,6 +20,11 @@ pub struct Cli {
     /// Home directory (config.yaml, state.db, SOUL.md, cron/, skills/). Default: $HERMES_HOME, else ~/.hermes-zero.
     #[arg(long, global = true, value_name = "DIR")]
     pub home: Option<PathBuf>,
+    /// Profile: an agent with its own home (<home>/profiles/NAME: config.yaml, SOUL.md,
+    /// skills, cron/jobs.json) and its own key space in the shared store. Default:
+    /// $HERMES_PROFILE, else `main` (the home itself).
+    #[arg(long, short = 'p', global = true, value_name = "NAME")]
+    pub profile: Option<String>,
     /// Config file. Default: <home>/config.yaml.
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -320,21 +325,47 @@ pub fn resolve_home(flag: Option<PathBuf>, env: &crate::config::Env) -> PathBuf 
         .unwrap_or_else(|| PathBuf::from(".hermes-zero"))
 }
 
+/// The profile from `--profile` (a bad name is a usage error, exit 2) or `HERMES_PROFILE`
+/// (a bad value is a configuration error, exit 78); `main` when neither is set.
+pub fn resolve_profile(flag: Option<&str>, env: &crate::config::Env) -> Result<crate::core::profile::Profile, (u8, String)> {
+    use crate::core::profile::Profile;
+    match (flag, env.get("HERMES_PROFILE").filter(|v| !v.is_empty())) {
+        (Some(f), _) => Profile::parse(f).map_err(|e| (2, format!("--profile: {e}"))),
+        (None, Some(v)) => Profile::parse(v).map_err(|e| (EXIT_CONFIG, format!("configuration error: HERMES_PROFILE: {e}"))),
+        (None, None) => Ok(Profile::main()),
+    }
+}
+
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> ExitCode {
     let env = crate::config::Env::from_process();
-    let home = resolve_home(cli.home, &env);
-    let cfg = match crate::config::load_settings(&home, cli.config.as_deref(), &env) {
+    let profile = match resolve_profile(cli.profile.as_deref(), &env) {
+        Ok(p) => p,
+        Err((code, msg)) => {
+            eprintln!("hermes-zero: {msg}");
+            return ExitCode::from(code);
+        }
+    };
+    let root = resolve_home(cli.home, &env);
+    let home = profile.home(&root);
+    let mut cfg = match crate::config::load_settings(&home, cli.config.as_deref(), &env) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("hermes-zero: configuration error: {e}");
             return ExitCode::from(EXIT_CONFIG);
         }
     };
+    if !profile.is_main() {
+        cfg.store_home = Some(root);
+    }
+    cfg.profile = profile;
     for w in &cfg.warnings {
         tracing::warn!("{w}");
     }
     crate::runtime::private::secure_home(&home, std::path::Path::new(&cfg.settings.store.path));
+    if let Some(root) = &cfg.store_home {
+        crate::runtime::private::secure_home(root, std::path::Path::new(&cfg.settings.store.path));
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

@@ -87,7 +87,7 @@ impl App {
         if msg.text.trim().is_empty() && msg.attachments.is_empty() {
             return Err(AppError::BadRequest("`text` must not be empty".into()));
         }
-        let key = SessionKey::derive(&msg.origin, self.key_rules());
+        let key = SessionKey::derive_in(self.profile(), &msg.origin, self.key_rules());
         tracing::Span::current().record("session_key", key.as_str());
         let mut out = Outcome { session_key: key.to_string(), ..Outcome::default() };
         if !self.is_allowed(&msg.origin) {

@@ -172,6 +172,11 @@ impl App {
         }
     }
 
+    /// The profile whose sessions this app serves.
+    pub(in crate::app) fn profile(&self) -> &crate::core::profile::Profile {
+        &self.inner.cfg.profile
+    }
+
     /// The session-key switches from settings.
     pub(in crate::app) fn key_rules(&self) -> KeyRules {
         KeyRules {

@@ -69,6 +69,12 @@ pub struct Loaded {
     /// Testing aid: seconds added to the wall clock (`HERMES_CLOCK_OFFSET_SECS`), so
     /// black-box tests can make jobs due without waiting. 0 in normal use.
     pub clock_offset_secs: i64,
+    /// The profile this process serves (docs/design.md#profiles); `main` unless the command
+    /// line or `HERMES_PROFILE` named another.
+    pub profile: crate::core::profile::Profile,
+    /// Where a relative `store.path` is resolved: the root home for a named profile (every
+    /// profile shares one store, each in its own key space); `None` is the home itself.
+    pub store_home: Option<PathBuf>,
 }
 
 impl Loaded {
@@ -127,7 +133,19 @@ pub fn load_settings(home: &Path, config_file: Option<&Path>, env: &Env) -> Resu
         nous_access_token: env.secret("NOUS_ACCESS_TOKEN").or_else(|| auth_json_token(home)),
     };
     let clock_offset_secs = clock_offset(env, &mut warnings)?;
-    Ok(Loaded { settings, secrets, tz, warnings, ignored, model, file, clock_offset_secs, env: env.clone() })
+    Ok(Loaded {
+        settings,
+        secrets,
+        tz,
+        warnings,
+        ignored,
+        model,
+        file,
+        clock_offset_secs,
+        env: env.clone(),
+        profile: crate::core::profile::Profile::main(),
+        store_home: None,
+    })
 }
 
 /// `HERMES_CLOCK_OFFSET_SECS`, a testing aid read only by builds with the `testing` feature;
@@ -386,6 +404,10 @@ fn validate(s: &Settings, file: &str) -> Result<chrono_tz::Tz, ConfigError> {
     }
     if s.store.path.trim().is_empty() {
         return Err(bad("store.path", "must not be empty".into()));
+    }
+    let max = crate::store::shard::MAX_SHARDS;
+    if !(1..=max).contains(&s.store.dynamodb_shards) {
+        return Err(bad("store.dynamodb_shards", format!("must be between 1 and {max}, got {}", s.store.dynamodb_shards)));
     }
     Ok(tz)
 }

@@ -45,6 +45,9 @@ fn wrong_types_and_values_name_the_key() {
     assert_eq!(err_key("session_reset: {at_hour: 24}"), "session_reset.at_hour");
     assert_eq!(err_key("busy_input_mode: shout"), "busy_input_mode");
     assert_eq!(err_key("max_queued: 0"), "max_queued");
+    assert_eq!(err_key("store: {dynamodb_shards: 0}"), "store.dynamodb_shards");
+    assert_eq!(err_key("store: {dynamodb_shards: 65}"), "store.dynamodb_shards");
+    assert_eq!(err_key("store: {dynamodb_shards: many}"), "store.dynamodb_shards");
     assert_eq!(err_key("- a\n- b"), "(document)");
     assert_eq!(err_key("model: {provider: openai, base_url: ftp://x}"), "model.base_url");
     assert_eq!(err_key("session_reset_by_type: {room: {mode: idle}}"), "session_reset_by_type.room");

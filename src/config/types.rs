@@ -133,11 +133,20 @@ pub struct StoreSettings {
     pub dynamodb_table: String,
     /// DynamoDB endpoint override (else `AWS_ENDPOINT_URL_DYNAMODB`).
     pub endpoint: String,
+    /// Write shards of the DynamoDB listing indexes, 1..=64 (docs/design.md#shards). Fixed
+    /// per table: a table written with another value is refused.
+    pub dynamodb_shards: u32,
 }
 
 impl Default for StoreSettings {
     fn default() -> Self {
-        Self { kind: StoreKind::Sqlite, path: "state.db".into(), dynamodb_table: "hermes-zero".into(), endpoint: String::new() }
+        Self {
+            kind: StoreKind::Sqlite,
+            path: "state.db".into(),
+            dynamodb_table: "hermes-zero".into(),
+            endpoint: String::new(),
+            dynamodb_shards: crate::store::shard::DEFAULT_SHARDS,
+        }
     }
 }
 

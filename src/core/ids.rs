@@ -61,7 +61,7 @@ pub enum IdError {
     /// A session id did not have the `YYYYMMDD_HHMMSS_<8 hex>` shape.
     #[error("invalid session id `{0}` (expected YYYYMMDD_HHMMSS_xxxxxxxx)")]
     SessionId(String),
-    /// A session key did not have the `agent:main:…` shape.
+    /// A session key did not have the `agent:<profile>:…` shape.
     #[error("invalid session key `{0}`")]
     SessionKey(String),
 }
@@ -147,9 +147,15 @@ impl Default for KeyRules {
 pub struct SessionKey(String);
 
 impl SessionKey {
-    /// Derives the key of docs/design.md#sessions-keys from an origin.
+    /// Derives the key of docs/design.md#sessions-keys from an origin, in profile `main`.
     pub fn derive(origin: &Origin, rules: KeyRules) -> Self {
-        let mut k = format!("agent:main:{}:{}:{}", origin.platform, origin.chat_type.as_str(), origin.chat_id);
+        Self::derive_in(&super::profile::Profile::main(), origin, rules)
+    }
+
+    /// Derives the key of an origin in `profile`: `agent:<profile>:<platform>:…`
+    /// (docs/design.md#profiles).
+    pub fn derive_in(profile: &super::profile::Profile, origin: &Origin, rules: KeyRules) -> Self {
+        let mut k = format!("agent:{profile}:{}:{}:{}", origin.platform, origin.chat_type.as_str(), origin.chat_id);
         if let Some(t) = &origin.thread_id {
             k.push(':');
             k.push_str(t);
@@ -174,7 +180,7 @@ impl SessionKey {
         let parts: Vec<&str> = s.split(':').collect();
         let ok = parts.len() >= 5
             && parts[0] == "agent"
-            && parts[1] == "main"
+            && super::profile::Profile::parse(parts[1]).is_ok_and(|p| p.as_str() == parts[1])
             && parts.iter().all(|p| !p.is_empty() && !p.chars().any(char::is_whitespace));
         if ok { Ok(Self(s.to_string())) } else { Err(IdError::SessionKey(s.to_string())) }
     }
@@ -182,6 +188,11 @@ impl SessionKey {
     /// The key text.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// The profile the key belongs to (its second part).
+    pub fn profile(&self) -> &str {
+        self.0.split(':').nth(1).unwrap_or(super::profile::MAIN)
     }
 }
 

@@ -78,11 +78,20 @@ async fn run() -> ExitCode {
     if let Some(missing) = REQUIRED_VARS.iter().find(|v| env.get(v).is_none()) {
         return init_failed(&api, "Runtime.MissingEnvironment", &format!("{missing} is not set"), ExitCode::FAILURE).await;
     }
-    let home = env.get("HERMES_HOME").map_or_else(|| PathBuf::from("/tmp/hermes-zero"), PathBuf::from);
-    let cfg = match load_settings(&home, None, &env) {
+    let root = env.get("HERMES_HOME").map_or_else(|| PathBuf::from("/tmp/hermes-zero"), PathBuf::from);
+    let profile = match crate::cli::resolve_profile(None, &env) {
+        Ok(p) => p,
+        Err((_, msg)) => return init_failed(&api, "Runtime.ConfigError", &msg, ExitCode::from(crate::cli::EXIT_CONFIG)).await,
+    };
+    let home = profile.home(&root);
+    let mut cfg = match load_settings(&home, None, &env) {
         Ok(c) => c,
         Err(e) => return init_failed(&api, "Runtime.ConfigError", &e.to_string(), ExitCode::from(crate::cli::EXIT_CONFIG)).await,
     };
+    if !profile.is_main() {
+        cfg.store_home = Some(root);
+    }
+    cfg.profile = profile;
     for w in &cfg.warnings {
         tracing::warn!("{w}");
     }

@@ -29,10 +29,14 @@ pub enum StartError {
 pub async fn open_store(home: &Path, cfg: &Loaded) -> Result<Arc<dyn Store>, StartError> {
     match cfg.settings.store.kind {
         StoreKind::Sqlite => {
-            let path = home.join(&cfg.settings.store.path);
+            let path = cfg.store_home.as_deref().unwrap_or(home).join(&cfg.settings.store.path);
             let s = SqliteStore::open(&path).map_err(|e| StartError::Store(format!("cannot open {}: {e}", path.display())))?;
-            Ok(Arc::new(s))
+            Ok(Arc::new(s.scoped(cfg.profile.clone())))
         }
+        StoreKind::Dynamodb if !cfg.profile.is_main() => Err(StartError::Store(format!(
+            "profile `{}`: profiles other than main need store.kind sqlite in this build (DynamoDB key spaces per profile: docs/design.md#profiles)",
+            cfg.profile
+        ))),
         #[cfg(feature = "aws")]
         StoreKind::Dynamodb => Ok(Arc::new(connect_dynamodb(cfg).await?)),
         #[cfg(not(feature = "aws"))]
@@ -47,6 +51,7 @@ async fn connect_dynamodb(cfg: &Loaded) -> Result<crate::store::dynamodb::Dynamo
     let endpoint = Some(st.endpoint.as_str()).filter(|e| !e.is_empty());
     crate::store::dynamodb::DynamoStore::connect(&st.dynamodb_table, endpoint)
         .await
+        .map(|s| s.with_shards(st.dynamodb_shards))
         .map_err(|e| StartError::Store(format!("cannot use DynamoDB table {}: {e}", st.dynamodb_table)))
 }
 

@@ -4,6 +4,8 @@
 
 pub mod counting;
 pub mod hermes_state;
+pub mod scope;
+pub mod shard;
 pub mod sqlite;
 
 #[cfg(feature = "aws")]

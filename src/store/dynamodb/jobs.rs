@@ -3,6 +3,7 @@
 
 use super::items::{CLAIM_SK, Item, JOB_PREFIX, JOBS_PK, RUN_PREFIX, doc, get_s, job_key, key, ms, n, occ_pk, occ_ttl, runs_pk, s};
 use super::query::Query;
+use super::shards::index_value;
 use super::table::GSI_DUE;
 use super::tx::{ATTEMPTS, Cond, Outcome, Part, Tx, backoff};
 use super::{DynamoStore, sdk};
@@ -19,23 +20,26 @@ fn due_at(j: &Job) -> Option<i64> {
     (j.enabled && matches!(j.state, JobState::Scheduled | JobState::Running)).then_some(j.next_run_at.map(ms)).flatten()
 }
 
-fn job_item(j: &Job) -> Result<Item, StoreError> {
+fn job_item(j: &Job, shards: u32) -> Result<Item, StoreError> {
     let mut it = job_key(&j.id);
     it.insert("doc".into(), s(encode(&j.id, j)?));
     it.insert("version".into(), n(j.version));
     if let Some(t) = due_at(j) {
-        it.insert("due_pk".into(), s("DUE"));
+        it.insert("due_pk".into(), index_value(DUE, &j.id, shards));
         it.insert("due_at".into(), n(t));
     }
     Ok(it)
 }
+
+/// The due index's partition name.
+const DUE: &str = "DUE";
 
 /// Adds `job` written as version `job.version + 1`, guarded by its current version.
 fn plan_job(st: &DynamoStore, tx: &mut Tx, job: &Job) -> Result<Job, StoreError> {
     let mut next = job.clone();
     next.version += 1;
     let cond = if job.version == 0 { Cond::absent() } else { Cond::new("#version = :v").val(":v", n(job.version)) };
-    tx.put(&st.table, Part::Job, job_item(&next)?, Some(cond))?;
+    tx.put(&st.table, Part::Job, job_item(&next, st.shards)?, Some(cond))?;
     Ok(next)
 }
 
@@ -45,6 +49,7 @@ fn conflict(job: &Job) -> StoreError {
 
 /// `JobStore::put_job`.
 pub(super) async fn put(st: &DynamoStore, job: &Job) -> Result<Job, StoreError> {
+    st.check_shards().await?;
     for attempt in 0..ATTEMPTS {
         let mut tx = Tx::default();
         let next = plan_job(st, &mut tx, job)?;
@@ -84,7 +89,7 @@ pub(super) async fn delete(st: &DynamoStore, id: &str) -> Result<bool, StoreErro
 
 /// `JobStore::due_jobs`: the sparse due index, oldest first.
 pub(super) async fn due(st: &DynamoStore, now: DateTime<Utc>, limit: usize) -> Result<Vec<Job>, StoreError> {
-    let items = st.query(Query::index(GSI_DUE, "DUE", Some(ms(now))).take(limit)).await?;
+    let items = st.query_shards(GSI_DUE, DUE, Some(ms(now)), false, Some(limit)).await?;
     items.iter().map(|it| doc(it, "job")).collect()
 }
 
@@ -94,6 +99,7 @@ fn claim_key(occ: &Occurrence) -> Item {
 
 /// `JobStore::claim_occurrence`.
 pub(super) async fn claim(st: &DynamoStore, occ: &Occurrence, job: &Job, now: DateTime<Utc>) -> Result<Claim, StoreError> {
+    st.check_shards().await?;
     for attempt in 0..ATTEMPTS {
         let mut tx = Tx::default();
         let mut c = claim_key(occ);

@@ -114,7 +114,7 @@ pub(super) async fn get_counts(st: &DynamoStore, keys: &[String]) -> Result<Vec<
             if pending.is_empty() {
                 break;
             }
-            let ka = KeysAndAttributes::builder().set_keys(Some(std::mem::take(&mut pending))).build().map_err(sdk("BatchGetItem"))?;
+            let ka = KeysAndAttributes::builder().set_keys(Some(std::mem::take(&mut pending))).build().map_err(crate::store::backend)?;
             let out = st.client.batch_get_item().request_items(&st.table, ka).send().await.map_err(sdk("BatchGetItem"))?;
             for it in out.responses.and_then(|mut r| r.remove(&st.table)).unwrap_or_default() {
                 let Some(pk) = get_s(&it, "pk").map(str::to_string) else { continue };

@@ -26,13 +26,18 @@
 //!
 //! Four sparse global secondary indexes (string hash key, number range key) serve every
 //! listing, so nothing on a request path scans:
-//! - `gsi_recent` (`recent_pk`, `recent_at`): `ENTRIES` by `updated_at` (`list_entries`) and
-//!   `SESSIONS` by `started_at` (`list_sessions` without a key);
+//! - `gsi_recent` (`recent_pk`, `recent_at`): `ENTRIES#<k>` by `updated_at` (`list_entries`) and
+//!   `SESSIONS#<k>` by `started_at` (`list_sessions` without a key);
 //! - `gsi_key` (`key_pk` = `KS#<session_key>`, `key_at` = `started_at`): one key's sessions;
-//! - `gsi_due` (`due_pk` = `DUE`, `due_at`): enabled scheduled/running jobs by `next_run_at`;
-//! - `gsi_wake` (`wake_pk` = `WAKE`, `wake_at`), keys only: entries with an expiring lease
+//! - `gsi_due` (`due_pk` = `DUE#<k>`, `due_at`): enabled scheduled/running jobs by `next_run_at`;
+//! - `gsi_wake` (`wake_pk` = `WAKE#<k>`, `wake_at`), keys only: entries with an expiring lease
 //!   (`wake_at` = lease expiry) or stored work (`wake_at` = 0: pending slot, resume mark) and
 //!   non-empty queue heads (`wake_at` = 0). `wake_candidates(now)` is `wake_at <= now`.
+//!
+//! `<k>` is the item's write shard (`shards`): a stable hash of its own key (session key,
+//! session id, job id) mod `store.dynamodb_shards`; with one shard the value is the bare
+//! name. Listings query every shard and merge (docs/design.md#shards). The table item
+//! `TABLE`/`SHARDS` records the shard count (`n`) the table was written with.
 //!
 //! Jobs live in the fixed partition `JOBS`, so `list_jobs` is one query in id order.
 //! TTL (`ttl`) removes once keys after they expire and claims and ledger rows 90 days after
@@ -70,10 +75,13 @@ mod query;
 mod queue;
 mod search;
 mod sessions;
+mod shards;
 mod table;
 mod transcript;
 mod tx;
 
+#[cfg(test)]
+mod shard_tests;
 #[cfg(test)]
 mod tests;
 
@@ -158,6 +166,10 @@ pub struct DynamoStore {
     /// Page size of queries (`None`: DynamoDB's 1 MB pages). Tests set it small so every
     /// listing crosses page boundaries.
     page_size: Option<i32>,
+    /// Write shards of `gsi_recent`, `gsi_due` and `gsi_wake` (docs/design.md#shards).
+    shards: u32,
+    /// Set once the table's recorded shard count was found equal to `shards`.
+    shards_checked: std::sync::Arc<tokio::sync::OnceCell<()>>,
 }
 
 impl DynamoStore {
@@ -179,12 +191,25 @@ impl DynamoStore {
         if let Some(ep) = endpoint.map(str::trim).filter(|e| !e.is_empty()) {
             b = b.endpoint_url(ep);
         }
-        Ok(Self { client: Client::from_conf(b.build()), table: table.to_string(), page_size: None })
+        Ok(Self {
+            client: Client::from_conf(b.build()),
+            table: table.to_string(),
+            page_size: None,
+            shards: crate::store::shard::DEFAULT_SHARDS,
+            shards_checked: std::sync::Arc::default(),
+        })
     }
 
     /// The table name.
     pub fn table(&self) -> &str {
         &self.table
+    }
+
+    /// Uses `n` write shards (`store.dynamodb_shards`, clamped to 1..=64) for the listing indexes.
+    pub fn with_shards(mut self, n: u32) -> Self {
+        self.shards = n.clamp(1, crate::store::shard::MAX_SHARDS);
+        self.shards_checked = std::sync::Arc::default();
+        self
     }
 
     /// Uses pages of at most `n` items for every query (tests of pagination).

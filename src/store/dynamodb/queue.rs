@@ -5,6 +5,8 @@
 
 use super::items::{Item, QITEM_PREFIX, QUEUE_SK, doc, get_n, get_s, key, key_of_pk, key_pk, ms, n, qitem_sk, s};
 use super::query::Query;
+use super::sessions::WAKE;
+use super::shards::index_value;
 use super::table::GSI_WAKE;
 use super::transcript::{plan_append, plan_fence, plan_inbound, seen_inbound};
 use super::tx::{ATTEMPTS, Cond, MAX_ITEMS, Outcome, Part, Tx, backoff};
@@ -43,12 +45,12 @@ async fn read_head(st: &DynamoStore, k: &SessionKey) -> Result<Head, StoreError>
 }
 
 /// The head item for `head..tail`; a non-empty queue is in the wake index.
-fn head_item(k: &SessionKey, head: u64, tail: u64) -> Item {
+fn head_item(k: &SessionKey, head: u64, tail: u64, shards: u32) -> Item {
     let mut it = key(key_pk(k), QUEUE_SK);
     it.insert("head".into(), n(head));
     it.insert("tail".into(), n(tail));
     if tail > head {
-        it.insert("wake_pk".into(), s("WAKE"));
+        it.insert("wake_pk".into(), index_value(WAKE, k.as_str(), shards));
         it.insert("wake_at".into(), n(0));
     }
     it
@@ -62,6 +64,7 @@ pub(super) async fn push(
     cap: usize,
     dedupe: Option<&InboundId>,
 ) -> Result<usize, StoreError> {
+    st.check_shards().await?;
     let body = encode("queue item", item)?;
     for attempt in 0..ATTEMPTS {
         let h = read_head(st, k).await?;
@@ -79,7 +82,7 @@ pub(super) async fn push(
         if let Some(d) = dedupe {
             plan_inbound(st, &mut tx, d, item.at)?;
         }
-        tx.put(&st.table, Part::QueueHead, head_item(k, h.head, h.tail + 1), Some(h.unchanged()))?;
+        tx.put(&st.table, Part::QueueHead, head_item(k, h.head, h.tail + 1, st.shards), Some(h.unchanged()))?;
         let mut it = key(key_pk(k), qitem_sk(h.tail));
         it.insert("doc".into(), s(body.clone()));
         tx.put(&st.table, Part::QueueItem, it, Some(Cond::absent()))?;
@@ -99,6 +102,7 @@ pub(super) async fn pop_into(
     session: &SessionId,
     fence: Option<&Fence>,
 ) -> Result<Option<QueuedItem>, StoreError> {
+    st.check_shards().await?;
     for attempt in 0..ATTEMPTS {
         let h = read_head(st, k).await?;
         if h.len() == 0 {
@@ -117,7 +121,7 @@ pub(super) async fn pop_into(
             plan_fence(st, &mut tx, f)?;
         }
         tx.delete(&st.table, Part::QueueItem, item_key, Some(Cond::new("attribute_exists(#pk)")))?;
-        tx.put(&st.table, Part::QueueHead, head_item(k, h.head + 1, h.tail), Some(h.unchanged()))?;
+        tx.put(&st.table, Part::QueueHead, head_item(k, h.head + 1, h.tail, st.shards), Some(h.unchanged()))?;
         plan_append(st, &mut tx, session, std::slice::from_ref(&msg)).await?;
         match st.transact(tx).await? {
             Outcome::Done => return Ok(Some(item)),
@@ -137,6 +141,7 @@ pub(super) async fn list(st: &DynamoStore, k: &SessionKey) -> Result<Vec<QueuedI
 /// `QueueStore::queue_clear`: removes the items present when called, in transactions of up to
 /// 99 items (each advancing the head), so a concurrent push is never lost.
 pub(super) async fn clear(st: &DynamoStore, k: &SessionKey) -> Result<usize, StoreError> {
+    st.check_shards().await?;
     let mut removed = 0usize;
     let mut stop: Option<u64> = None;
     let mut attempt = 0;
@@ -148,7 +153,7 @@ pub(super) async fn clear(st: &DynamoStore, k: &SessionKey) -> Result<usize, Sto
         }
         let upto = end.min(h.head + (MAX_ITEMS as u64 - 1));
         let mut tx = Tx::default();
-        tx.put(&st.table, Part::QueueHead, head_item(k, upto, h.tail), Some(h.unchanged()))?;
+        tx.put(&st.table, Part::QueueHead, head_item(k, upto, h.tail, st.shards), Some(h.unchanged()))?;
         for seq in h.head..upto {
             tx.delete(&st.table, Part::QueueItem, key(key_pk(k), qitem_sk(seq)), None)?;
         }
@@ -166,7 +171,7 @@ pub(super) async fn clear(st: &DynamoStore, k: &SessionKey) -> Result<usize, Sto
 /// `SessionStore::wake_candidates`: one query of the sparse wake index.
 pub(super) async fn wake_candidates(st: &DynamoStore, now: DateTime<Utc>, all_leases: bool) -> Result<Vec<SessionKey>, StoreError> {
     let upper = (!all_leases).then(|| ms(now));
-    let items = st.query(Query::index(GSI_WAKE, "WAKE", upper)).await?;
+    let items = st.query_shards(GSI_WAKE, WAKE, upper, false, None).await?;
     let keys: BTreeSet<SessionKey> = items.iter().filter_map(|it| get_s(it, "pk")).map(key_of_pk).collect::<Result<_, _>>()?;
     Ok(keys.into_iter().collect())
 }

@@ -3,6 +3,7 @@
 
 use super::items::{ENTRY_SK, Item, QUEUE_SK, RECORD_SK, doc, get_n, get_s, key, key_pk, ms, n, req_s, s, session_pk};
 use super::query::Query;
+use super::shards::index_value;
 use super::table::{GSI_KEY, GSI_RECENT};
 use super::transcript::{plan_append, plan_inbound};
 use super::tx::{ATTEMPTS, Cond, Outcome, Part, Tx, backoff};
@@ -14,6 +15,8 @@ use crate::store::encode;
 
 const ENTRIES: &str = "ENTRIES";
 const SESSIONS: &str = "SESSIONS";
+/// The wake index's partition name (shared with the queue head, `queue::head_item`).
+pub(super) const WAKE: &str = "WAKE";
 
 /// Where a sweep must look: 0 for stored work (pending slot, resume mark), else the lease's
 /// expiry; `None` keeps the entry out of the wake index.
@@ -21,14 +24,15 @@ fn wake_at(e: &SessionEntry) -> Option<i64> {
     if e.needs_wake() { Some(0) } else { e.lease.as_ref().map(|l| ms(l.expires_at)) }
 }
 
-fn entry_item(e: &SessionEntry) -> Result<Item, StoreError> {
+fn entry_item(e: &SessionEntry, shards: u32) -> Result<Item, StoreError> {
+    let k = e.session_key.as_str();
     let mut it = key(key_pk(&e.session_key), ENTRY_SK);
     it.insert("doc".into(), s(encode(e.session_key.as_str(), e)?));
     it.insert("version".into(), n(e.version));
-    it.insert("recent_pk".into(), s(ENTRIES));
+    it.insert("recent_pk".into(), index_value(ENTRIES, k, shards));
     it.insert("recent_at".into(), n(ms(e.updated_at)));
     if let Some(w) = wake_at(e) {
-        it.insert("wake_pk".into(), s("WAKE"));
+        it.insert("wake_pk".into(), index_value(WAKE, k, shards));
         it.insert("wake_at".into(), n(w));
     }
     // The held lease's epoch, for fenced writes' condition checks (absent without a lease).
@@ -38,7 +42,7 @@ fn entry_item(e: &SessionEntry) -> Result<Item, StoreError> {
     Ok(it)
 }
 
-fn record_item(r: &SessionRecord) -> Item {
+fn record_item(r: &SessionRecord, shards: u32) -> Item {
     let mut it = key(session_pk(&r.session_id), RECORD_SK);
     let started = ms(r.started_at);
     it.insert("session_id".into(), s(r.session_id.as_str()));
@@ -54,7 +58,7 @@ fn record_item(r: &SessionRecord) -> Item {
     if let Some(why) = &r.end_reason {
         it.insert("end_reason".into(), s(why));
     }
-    it.insert("recent_pk".into(), s(SESSIONS));
+    it.insert("recent_pk".into(), index_value(SESSIONS, r.session_id.as_str(), shards));
     it.insert("recent_at".into(), n(started));
     it.insert("key_pk".into(), s(format!("KS#{}", r.session_key.as_str())));
     it.insert("key_at".into(), n(started));
@@ -83,13 +87,14 @@ pub(super) async fn get_entry(st: &DynamoStore, k: &SessionKey) -> Result<Option
 
 /// `SessionStore::put_entry`.
 pub(super) async fn put_entry(st: &DynamoStore, entry: &SessionEntry, changes: &[SessionChange]) -> Result<SessionEntry, StoreError> {
+    st.check_shards().await?;
     let mut next = entry.clone();
     next.version = entry.version + 1;
     let conflict = || StoreError::Conflict(entry.session_key.as_str().to_string());
     for attempt in 0..ATTEMPTS {
         let mut tx = Tx::default();
         let cond = if entry.version == 0 { Cond::absent() } else { Cond::new("#version = :v").val(":v", n(entry.version)) };
-        tx.put(&st.table, Part::Entry, entry_item(&next)?, Some(cond))?;
+        tx.put(&st.table, Part::Entry, entry_item(&next, st.shards)?, Some(cond))?;
         plan_changes(st, &mut tx, changes, entry.updated_at).await?;
         match st.transact(tx).await? {
             Outcome::Done => return Ok(next),
@@ -195,7 +200,7 @@ async fn plan_of<'a>(st: &DynamoStore, records: &'a mut Vec<RecordPlan>, id: &Se
 fn plan_record(st: &DynamoStore, tx: &mut Tx, p: RecordPlan) -> Result<(), StoreError> {
     let Some(rec) = p.rec else { return Ok(()) };
     if p.new {
-        return tx.put(&st.table, Part::NewRecord, record_item(&rec), Some(Cond::absent()));
+        return tx.put(&st.table, Part::NewRecord, record_item(&rec, st.shards), Some(Cond::absent()));
     }
     if p.base.as_ref() == Some(&rec) {
         return Ok(());
@@ -205,12 +210,12 @@ fn plan_record(st: &DynamoStore, tx: &mut Tx, p: RecordPlan) -> Result<(), Store
         Some(t) => Cond::new("#ended_at = :e").val(":e", n(ms(t))),
         None => Cond::new("attribute_exists(#pk) AND attribute_not_exists(#ended_at)"),
     };
-    tx.put(&st.table, Part::Record, record_item(&rec), Some(cond))
+    tx.put(&st.table, Part::Record, record_item(&rec, st.shards), Some(cond))
 }
 
 /// `SessionStore::list_entries`.
 pub(super) async fn list_entries(st: &DynamoStore, limit: usize) -> Result<Vec<SessionEntry>, StoreError> {
-    let items = st.query(Query::index(GSI_RECENT, ENTRIES, None).newest_first().take(limit)).await?;
+    let items = st.query_shards(GSI_RECENT, ENTRIES, None, true, Some(limit)).await?;
     items.iter().map(|it| doc(it, "session entry")).collect()
 }
 
@@ -221,10 +226,9 @@ pub(super) async fn get_session(st: &DynamoStore, id: &SessionId) -> Result<Opti
 
 /// `SessionStore::list_sessions`.
 pub(super) async fn list_sessions(st: &DynamoStore, k: Option<&SessionKey>, limit: usize) -> Result<Vec<SessionRecord>, StoreError> {
-    let q = match k {
-        Some(k) => Query::index(GSI_KEY, &format!("KS#{}", k.as_str()), None),
-        None => Query::index(GSI_RECENT, SESSIONS, None),
+    let items = match k {
+        Some(k) => st.query(Query::index(GSI_KEY, &format!("KS#{}", k.as_str()), None).newest_first().take(limit)).await?,
+        None => st.query_shards(GSI_RECENT, SESSIONS, None, true, Some(limit)).await?,
     };
-    let items = st.query(q.newest_first().take(limit)).await?;
     items.iter().map(record_of).collect()
 }

@@ -14,7 +14,7 @@ use chrono::Utc;
 use std::sync::Arc;
 
 /// The local server, reached through [`linearized`]; `None` (and a note) when not running.
-async fn endpoint() -> Option<String> {
+pub(super) async fn endpoint() -> Option<String> {
     let Some(moto) = std::env::var("HZ_MOTO_ENDPOINT").ok().filter(|e| !e.is_empty()) else {
         println!("dynamodb conformance skipped: HZ_MOTO_ENDPOINT not set (scripts/test.sh starts moto)");
         return None;
@@ -74,18 +74,24 @@ async fn forward(
 
 /// A handle on `table` at the local server, with test credentials and region fixed here so
 /// the tests do not depend on the caller's AWS environment.
-async fn handle(endpoint: &str, table: &str) -> DynamoStore {
+pub(super) async fn handle(endpoint: &str, table: &str) -> DynamoStore {
     let cfg = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .region(Region::new("us-east-1"))
         .credentials_provider(Credentials::new("testing", "testing", None, None, "hz-tests"))
         .endpoint_url(endpoint)
         .load()
         .await;
-    DynamoStore { client: aws_sdk_dynamodb::Client::new(&cfg), table: table.to_string(), page_size: None }
+    DynamoStore {
+        client: aws_sdk_dynamodb::Client::new(&cfg),
+        table: table.to_string(),
+        page_size: None,
+        shards: crate::store::shard::DEFAULT_SHARDS,
+        shards_checked: Arc::default(),
+    }
 }
 
 /// A new, empty table and a handle on it.
-async fn fresh(endpoint: &str) -> DynamoStore {
+pub(super) async fn fresh(endpoint: &str) -> DynamoStore {
     let table = format!("hz-test-{:016x}", rand::random::<u64>());
     let s = handle(endpoint, &table).await;
     assert!(s.create_table().await.unwrap(), "a new table is created");

@@ -16,8 +16,9 @@ fn due_at(j: &Job) -> Option<i64> {
     (j.enabled && matches!(j.state, JobState::Scheduled | JobState::Running)).then_some(j.next_run_at.map(ms)).flatten()
 }
 
-fn write_job(tx: &Transaction<'_>, job: &Job) -> Result<Job, StoreError> {
-    let cur: Option<u64> = tx.query_row("SELECT version FROM jobs WHERE id = ?1", [&job.id], |r| r.get(0)).optional().map_err(backend)?;
+/// Writes `job` under its stored id `sid` (the profile's key, `crate::store::scope`).
+fn write_job(tx: &Transaction<'_>, job: &Job, sid: &str) -> Result<Job, StoreError> {
+    let cur: Option<u64> = tx.query_row("SELECT version FROM jobs WHERE id = ?1", [sid], |r| r.get(0)).optional().map_err(backend)?;
     if cur.unwrap_or(0) != job.version {
         return Err(StoreError::Conflict(format!("job {}", job.id)));
     }
@@ -27,15 +28,15 @@ fn write_job(tx: &Transaction<'_>, job: &Job) -> Result<Job, StoreError> {
     tx.execute(
         "INSERT INTO jobs (id, version, due_at, doc) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT(id) DO UPDATE SET version = ?2, due_at = ?3, doc = ?4",
-        params![next.id, next.version, due_at(&next), doc],
+        params![sid, next.version, due_at(&next), doc],
     )
     .map_err(backend)?;
     Ok(next)
 }
 
-fn put(c: &mut Connection, job: &Job) -> Result<Job, StoreError> {
+fn put(c: &mut Connection, job: &Job, sid: &str) -> Result<Job, StoreError> {
     let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
-    let j = write_job(&tx, job)?;
+    let j = write_job(&tx, job, sid)?;
     tx.commit().map_err(backend)?;
     Ok(j)
 }
@@ -45,13 +46,14 @@ fn get(c: &Connection, id: &str) -> Result<Option<Job>, StoreError> {
     doc.map(|d| decode(id, &d)).transpose()
 }
 
-fn list(c: &Connection, due_before: Option<i64>, limit: usize) -> Result<Vec<Job>, StoreError> {
+/// Jobs whose stored id matches `glob` (one profile's), due ones or all.
+fn list(c: &Connection, glob: &str, due_before: Option<i64>, limit: usize) -> Result<Vec<Job>, StoreError> {
     let (sql, arg) = match due_before {
-        Some(t) => ("SELECT doc FROM jobs WHERE due_at IS NOT NULL AND due_at <= ?1 ORDER BY due_at LIMIT ?2", t),
-        None => ("SELECT doc FROM jobs WHERE ?1 = ?1 ORDER BY id LIMIT ?2", 0),
+        Some(t) => ("SELECT doc FROM jobs WHERE due_at IS NOT NULL AND due_at <= ?1 AND id GLOB ?3 ORDER BY due_at LIMIT ?2", t),
+        None => ("SELECT doc FROM jobs WHERE ?1 = ?1 AND id GLOB ?3 ORDER BY id LIMIT ?2", 0),
     };
     let mut st = c.prepare_cached(sql).map_err(backend)?;
-    let rows = st.query_map(params![arg, limit as i64], |r| r.get::<_, String>(0)).map_err(backend)?;
+    let rows = st.query_map(params![arg, limit as i64, glob], |r| r.get::<_, String>(0)).map_err(backend)?;
     rows.map(|r| r.map_err(backend).and_then(|d| decode("job", &d))).collect()
 }
 
@@ -59,7 +61,8 @@ fn delete(c: &Connection, id: &str) -> Result<bool, StoreError> {
     c.execute("DELETE FROM jobs WHERE id = ?1", [id]).map(|n| n > 0).map_err(backend)
 }
 
-fn claim(c: &mut Connection, occ: &Occurrence, job: &Job, now: DateTime<Utc>) -> Result<Claim, StoreError> {
+/// `occ.job_id` and `sid` are stored ids (the profile's keys).
+fn claim(c: &mut Connection, occ: &Occurrence, job: &Job, sid: &str, now: DateTime<Utc>) -> Result<Claim, StoreError> {
     let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
     let n = tx
         .execute(
@@ -70,7 +73,7 @@ fn claim(c: &mut Connection, occ: &Occurrence, job: &Job, now: DateTime<Utc>) ->
     if n == 0 {
         return Ok(Claim::Duplicate);
     }
-    let j = write_job(&tx, job)?;
+    let j = write_job(&tx, job, sid)?;
     tx.commit().map_err(backend)?;
     Ok(Claim::Claimed(Box::new(j)))
 }
@@ -81,9 +84,10 @@ fn claim_status(c: &Connection, occ: &Occurrence) -> Result<Option<String>, Stor
         .map_err(backend)
 }
 
-fn finish_run(c: &mut Connection, run: &RunRecord, retention: usize) -> Result<(), StoreError> {
+/// `sid` is the stored id of the run's job (the profile's key).
+fn finish_run(c: &mut Connection, run: &RunRecord, sid: &str, retention: usize) -> Result<(), StoreError> {
     let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
-    let occ = run.occurrence();
+    let occ = Occurrence { job_id: sid.to_string(), ..run.occurrence() };
     tx.execute(
         "UPDATE claims SET status = ?3 WHERE job_id = ?1 AND fire_at = ?2",
         params![occ.job_id, occ.fire_at.timestamp(), run.status.as_str()],
@@ -91,12 +95,12 @@ fn finish_run(c: &mut Connection, run: &RunRecord, retention: usize) -> Result<(
     .map_err(backend)?;
     tx.execute(
         "INSERT INTO runs (run_id, job_id, started_at, doc) VALUES (?1, ?2, ?3, ?4) ON CONFLICT(run_id) DO UPDATE SET doc = ?4",
-        params![run.run_id, run.job_id, ms(run.started_at), encode("run", run)?],
+        params![run.run_id, sid, ms(run.started_at), encode("run", run)?],
     )
     .map_err(backend)?;
     tx.execute(
         "DELETE FROM runs WHERE job_id = ?1 AND run_id NOT IN (SELECT run_id FROM runs WHERE job_id = ?1 ORDER BY started_at DESC, run_id DESC LIMIT ?2)",
-        params![run.job_id, retention as i64],
+        params![sid, retention as i64],
     )
     .map_err(backend)?;
     tx.commit().map_err(backend)
@@ -112,45 +116,48 @@ fn list_runs(c: &Connection, job_id: &str, limit: usize) -> Result<Vec<RunRecord
 #[async_trait]
 impl JobStore for SqliteStore {
     async fn put_job(&self, job: &Job) -> Result<Job, StoreError> {
-        let job = job.clone();
-        self.with(move |c| put(c, &job)).await
+        let (job, sid) = (job.clone(), self.scope.key(&job.id));
+        self.with(move |c| put(c, &job, &sid)).await
     }
 
     async fn get_job(&self, id: &str) -> Result<Option<Job>, StoreError> {
-        let id = id.to_string();
+        let id = self.scope.key(id);
         self.with(move |c| get(c, &id)).await
     }
 
     async fn list_jobs(&self) -> Result<Vec<Job>, StoreError> {
-        self.with(|c| list(c, None, usize::MAX >> 1)).await
+        let glob = self.scope.key_glob();
+        self.with(move |c| list(c, &glob, None, usize::MAX >> 1)).await
     }
 
     async fn delete_job(&self, id: &str) -> Result<bool, StoreError> {
-        let id = id.to_string();
+        let id = self.scope.key(id);
         self.with(move |c| delete(c, &id)).await
     }
 
     async fn due_jobs(&self, now: DateTime<Utc>, limit: usize) -> Result<Vec<Job>, StoreError> {
-        self.with(move |c| list(c, Some(ms(now)), limit)).await
+        let glob = self.scope.key_glob();
+        self.with(move |c| list(c, &glob, Some(ms(now)), limit)).await
     }
 
     async fn claim_occurrence(&self, occ: &Occurrence, job: &Job, now: DateTime<Utc>) -> Result<Claim, StoreError> {
-        let (occ, job) = (occ.clone(), job.clone());
-        self.with(move |c| claim(c, &occ, &job, now)).await
+        let occ = Occurrence { job_id: self.scope.key(&occ.job_id), ..occ.clone() };
+        let (job, sid) = (job.clone(), self.scope.key(&job.id));
+        self.with(move |c| claim(c, &occ, &job, &sid, now)).await
     }
 
     async fn claim_status(&self, occ: &Occurrence) -> Result<Option<String>, StoreError> {
-        let occ = occ.clone();
+        let occ = Occurrence { job_id: self.scope.key(&occ.job_id), ..occ.clone() };
         self.with(move |c| claim_status(c, &occ)).await
     }
 
     async fn finish_run(&self, run: &RunRecord, retention: usize) -> Result<(), StoreError> {
-        let run = run.clone();
-        self.with(move |c| finish_run(c, &run, retention)).await
+        let (run, sid) = (run.clone(), self.scope.key(&run.job_id));
+        self.with(move |c| finish_run(c, &run, &sid, retention)).await
     }
 
     async fn list_runs(&self, job_id: &str, limit: usize) -> Result<Vec<RunRecord>, StoreError> {
-        let id = job_id.to_string();
+        let id = self.scope.key(job_id);
         self.with(move |c| list_runs(c, &id, limit)).await
     }
 }

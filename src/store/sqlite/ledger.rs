@@ -40,17 +40,19 @@ fn use_once(c: &mut Connection, key: &str, expires_at: DateTime<Utc>, now: DateT
 #[async_trait]
 impl LedgerStore for SqliteStore {
     async fn ledger_begin(&self, occ: &Occurrence, target: &str, now: DateTime<Utc>) -> Result<bool, StoreError> {
-        let (occ, target) = (occ.clone(), target.to_string());
+        let occ = Occurrence { job_id: self.scope.key(&occ.job_id), ..occ.clone() };
+        let target = target.to_string();
         self.with(move |c| ledger_begin(c, &occ, &target, now)).await
     }
 
     async fn ledger_finish(&self, occ: &Occurrence, target: &str, status: &str, now: DateTime<Utc>) -> Result<(), StoreError> {
-        let (occ, target, status) = (occ.clone(), target.to_string(), status.to_string());
+        let occ = Occurrence { job_id: self.scope.key(&occ.job_id), ..occ.clone() };
+        let (target, status) = (target.to_string(), status.to_string());
         self.with(move |c| ledger_finish(c, &occ, &target, &status, now)).await
     }
 
     async fn use_once(&self, key: &str, expires_at: DateTime<Utc>, now: DateTime<Utc>) -> Result<bool, StoreError> {
-        let key = key.to_string();
+        let key = self.scope.key(key);
         self.with(move |c| use_once(c, &key, expires_at, now)).await
     }
 }

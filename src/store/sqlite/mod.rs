@@ -32,6 +32,8 @@ use std::sync::{Arc, Mutex};
 #[derive(Clone)]
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
+    /// The profile whose key space this handle reads and writes.
+    scope: Arc<crate::store::scope::Scope>,
 }
 
 /// Milliseconds since the epoch, the stored form of every instant.
@@ -84,14 +86,26 @@ impl SqliteStore {
         conn.execute_batch(&format!("PRAGMA journal_mode=WAL; PRAGMA synchronous={}; PRAGMA foreign_keys=ON;", synchronous()))
             .map_err(backend)?;
         schema::migrate(&mut conn).map_err(backend)?;
-        Ok(Self { conn: Arc::new(Mutex::new(conn)) })
+        Ok(Self { conn: Arc::new(Mutex::new(conn)), scope: Arc::default() })
+    }
+
+    /// This store seen as `profile`'s key space (docs/design.md#profiles): the same file,
+    /// nothing of another profile visible.
+    pub fn scoped(mut self, profile: crate::core::profile::Profile) -> Self {
+        self.scope = Arc::new(crate::store::scope::Scope::new(profile));
+        self
+    }
+
+    /// An inbound id in this profile's key space (its platform scoped).
+    fn inbound(&self, d: &crate::ports::InboundId) -> crate::ports::InboundId {
+        crate::ports::InboundId { platform: self.scope.key(&d.platform), ..d.clone() }
     }
 
     /// An in-memory store (tests).
     pub fn in_memory() -> Result<Self, StoreError> {
         let mut conn = Connection::open_in_memory().map_err(backend)?;
         schema::migrate(&mut conn).map_err(backend)?;
-        Ok(Self { conn: Arc::new(Mutex::new(conn)) })
+        Ok(Self { conn: Arc::new(Mutex::new(conn)), scope: Arc::default() })
     }
 
     /// The schema version in the file.

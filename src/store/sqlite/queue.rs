@@ -16,7 +16,7 @@ impl QueueStore for SqliteStore {
     async fn queue_push(&self, key: &SessionKey, item: &QueuedItem, cap: usize, dedupe: Option<&InboundId>) -> Result<usize, StoreError> {
         let key = key.as_str().to_string();
         let doc = encode("queue item", item)?;
-        let dedupe = dedupe.cloned();
+        let dedupe = dedupe.map(|d| self.inbound(d));
         let at = ms(item.at);
         self.with(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;

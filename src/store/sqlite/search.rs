@@ -22,20 +22,30 @@ pub(super) fn fts5_query(terms: &SearchTerms) -> String {
 type HitRow = (String, Option<String>, String, String, i64);
 
 /// The newest `limit` indexed messages outside `exclude` that match `terms`.
-pub(super) fn search(c: &Connection, terms: &SearchTerms, exclude: Option<&SessionId>, limit: usize) -> Result<Vec<SearchHit>, StoreError> {
+/// Only conversations of `scope`'s profile are searched (messages without a record count as
+/// `main`'s, as before profiles existed).
+pub(super) fn search(
+    c: &Connection,
+    scope: &crate::store::scope::Scope,
+    terms: &SearchTerms,
+    exclude: Option<&SessionId>,
+    limit: usize,
+) -> Result<Vec<SearchHit>, StoreError> {
     let mut st = c
         .prepare_cached(
             "SELECT f.session_id, s.session_key, f.role, snippet(message_search, 0, '>>>', '<<<', '...', 32), f.at
              FROM message_search f LEFT JOIN sessions s ON s.session_id = f.session_id
              WHERE message_search MATCH ?1 AND f.session_id IS NOT ?2
+               AND (s.session_key GLOB ?4 OR (s.session_key IS NULL AND ?5))
              ORDER BY f.at DESC, f.seq DESC LIMIT ?3",
         )
         .map_err(backend)?;
     let exclude = exclude.map(SessionId::as_str);
     let rows = st
-        .query_map(params![fts5_query(terms), exclude, limit as i64], |r| -> rusqlite::Result<HitRow> {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-        })
+        .query_map(
+            params![fts5_query(terms), exclude, limit as i64, scope.session_glob(), scope.profile().is_main()],
+            |r| -> rusqlite::Result<HitRow> { Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)) },
+        )
         .map_err(backend)?;
     rows.map(|r| r.map_err(backend).map(to_hit)).collect()
 }
@@ -69,7 +79,7 @@ mod tests {
             [r#""foo AND ("#, "a:b", "-x", "*", "x*", "^y", "NEAR(a b)", "{a b}:c", r#"" OR ""#, "ab\"cd", "'; DROP TABLE messages; --"]
         {
             if let Ok(t) = SearchTerms::parse(q) {
-                search(&guard, &t, None, 5).unwrap_or_else(|e| panic!("{q}: {e}"));
+                search(&guard, &crate::store::scope::Scope::default(), &t, None, 5).unwrap_or_else(|e| panic!("{q}: {e}"));
             }
         }
     }

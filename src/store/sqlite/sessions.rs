@@ -123,7 +123,13 @@ impl SessionStore for SqliteStore {
     async fn put_entry(&self, entry: &SessionEntry, changes: &[SessionChange]) -> Result<SessionEntry, StoreError> {
         let mut next = entry.clone();
         next.version = entry.version + 1;
-        let changes = changes.to_vec();
+        let changes: Vec<SessionChange> = changes
+            .iter()
+            .map(|ch| match ch {
+                SessionChange::Inbound(d) => SessionChange::Inbound(self.inbound(d)),
+                other => other.clone(),
+            })
+            .collect();
         self.with(move |c| {
             let key = next.session_key.as_str().to_string();
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
@@ -152,20 +158,27 @@ impl SessionStore for SqliteStore {
     }
 
     async fn list_entries(&self, limit: usize) -> Result<Vec<SessionEntry>, StoreError> {
+        let glob = self.scope.session_glob();
         self.with(move |c| {
-            let mut st =
-                c.prepare_cached("SELECT session_key, doc FROM session_entries ORDER BY updated_at DESC LIMIT ?1").map_err(backend)?;
-            let rows = st.query_map([limit as i64], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))).map_err(backend)?;
+            let mut st = c
+                .prepare_cached("SELECT session_key, doc FROM session_entries WHERE session_key GLOB ?2 ORDER BY updated_at DESC LIMIT ?1")
+                .map_err(backend)?;
+            let rows =
+                st.query_map(params![limit as i64, glob], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))).map_err(backend)?;
             rows.map(|r| r.map_err(backend).and_then(|(k, d)| decode(&k, &d))).collect()
         })
         .await
     }
 
     async fn get_session(&self, id: &SessionId) -> Result<Option<SessionRecord>, StoreError> {
-        let id = id.as_str().to_string();
+        let (id, glob) = (id.as_str().to_string(), self.scope.session_glob());
         self.with(move |c| {
             let row = c
-                .query_row(&format!("SELECT {RECORD_COLS} FROM sessions WHERE session_id = ?1"), [&id], row_to_record)
+                .query_row(
+                    &format!("SELECT {RECORD_COLS} FROM sessions WHERE session_id = ?1 AND session_key GLOB ?2"),
+                    [&id, &glob],
+                    row_to_record,
+                )
                 .optional()
                 .map_err(backend)?;
             row.map(to_record).transpose()
@@ -175,13 +188,17 @@ impl SessionStore for SqliteStore {
 
     async fn list_sessions(&self, key: Option<&SessionKey>, limit: usize) -> Result<Vec<SessionRecord>, StoreError> {
         let key = key.map(|k| k.as_str().to_string());
+        let glob = self.scope.session_glob();
         self.with(move |c| {
             let (sql, args): (String, Vec<rusqlite::types::Value>) = match key {
                 Some(k) => (
                     format!("SELECT {RECORD_COLS} FROM sessions WHERE session_key = ?1 ORDER BY started_at DESC LIMIT ?2"),
                     vec![k.into(), (limit as i64).into()],
                 ),
-                None => (format!("SELECT {RECORD_COLS} FROM sessions ORDER BY started_at DESC LIMIT ?1"), vec![(limit as i64).into()]),
+                None => (
+                    format!("SELECT {RECORD_COLS} FROM sessions WHERE session_key GLOB ?2 ORDER BY started_at DESC LIMIT ?1"),
+                    vec![(limit as i64).into(), glob.into()],
+                ),
             };
             let mut st = c.prepare_cached(&sql).map_err(backend)?;
             let rows = st.query_map(rusqlite::params_from_iter(args), row_to_record).map_err(backend)?;
@@ -193,7 +210,7 @@ impl SessionStore for SqliteStore {
     async fn append_messages(&self, id: &SessionId, msgs: &[Message], dedupe: Option<&InboundId>) -> Result<Appended, StoreError> {
         let id = id.as_str().to_string();
         let docs: Vec<String> = msgs.iter().map(|m| encode("message", m)).collect::<Result<_, _>>()?;
-        let dedupe = dedupe.cloned();
+        let dedupe = dedupe.map(|d| self.inbound(d));
         let at = msgs.first().map_or(0, |m| ms(m.at));
         self.with(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
@@ -241,12 +258,12 @@ impl SessionStore for SqliteStore {
     }
 
     async fn search_messages(&self, terms: &SearchTerms, exclude: Option<&SessionId>, limit: usize) -> Result<Vec<SearchHit>, StoreError> {
-        let (terms, exclude) = (terms.clone(), exclude.cloned());
-        self.with(move |c| super::search::search(c, &terms, exclude.as_ref(), limit)).await
+        let (terms, exclude, scope) = (terms.clone(), exclude.cloned(), self.scope.clone());
+        self.with(move |c| super::search::search(c, &scope, &terms, exclude.as_ref(), limit)).await
     }
 
     async fn seen_inbound(&self, d: &InboundId) -> Result<bool, StoreError> {
-        let d = d.clone();
+        let d = self.inbound(d);
         self.with(move |c| {
             c.query_row(
                 "SELECT 1 FROM inbound_seen WHERE platform = ?1 AND chat_id = ?2 AND message_id = ?3",
@@ -262,15 +279,16 @@ impl SessionStore for SqliteStore {
 
     async fn wake_candidates(&self, now: DateTime<Utc>, all_leases: bool) -> Result<Vec<SessionKey>, StoreError> {
         let until = if all_leases { i64::MAX } else { ms(now) };
+        let glob = self.scope.session_glob();
         self.with(move |c| {
             let mut st = c
                 .prepare_cached(
-                    "SELECT session_key FROM session_entries WHERE lease_until IS NOT NULL AND lease_until <= ?1
-                     UNION SELECT session_key FROM session_entries WHERE needs_wake = 1
-                     UNION SELECT DISTINCT session_key FROM queue_items",
+                    "SELECT session_key FROM session_entries WHERE lease_until IS NOT NULL AND lease_until <= ?1 AND session_key GLOB ?2
+                     UNION SELECT session_key FROM session_entries WHERE needs_wake = 1 AND session_key GLOB ?2
+                     UNION SELECT DISTINCT session_key FROM queue_items WHERE session_key GLOB ?2",
                 )
                 .map_err(backend)?;
-            let rows = st.query_map([until], |r| r.get::<_, String>(0)).map_err(backend)?;
+            let rows = st.query_map(params![until, glob], |r| r.get::<_, String>(0)).map_err(backend)?;
             rows.map(|r| {
                 r.map_err(backend).and_then(|k| SessionKey::parse(&k).map_err(|e| StoreError::Corrupt { what: k, reason: e.to_string() }))
             })

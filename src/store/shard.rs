@@ -1,0 +1,67 @@
+//! The stable hash that picks an item's write shard (docs/design.md#shards). Kept out of
+//! the DynamoDB adapter so the spread is checked in every build.
+
+/// The default number of write shards (`store.dynamodb_shards`).
+pub const DEFAULT_SHARDS: u32 = 8;
+/// The most write shards a table may have (each listing is one query per shard).
+pub const MAX_SHARDS: u32 = 64;
+
+/// FNV-1a (64 bit), then [`fmix64`]: stable across builds, platforms and Rust versions, unlike `std`'s hasher.
+/// It must never change: an item is found again only on the shard it was written to.
+fn fnv1a(key: &str) -> u64 {
+    key.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// MurmurHash3's 64-bit finalizer: FNV's low bits are weak for keys that differ only in
+/// their last characters (sequential chat ids), and the shard is taken from the low bits.
+fn fmix64(mut h: u64) -> u64 {
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
+}
+
+/// The shard (`0..n`) of an item whose own key is `key`.
+pub fn shard_of(key: &str, n: u32) -> u32 {
+    u32::try_from(fmix64(fnv1a(key)) % u64::from(n.max(1))).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 10,000 synthetic keys of each kind spread evenly: every shard within ±15 % of the mean.
+    /// (64 shards get 64,000 keys: with 156 keys a shard, ±15 % is only two standard
+    /// deviations of a perfect random spread, so some shard would miss it by chance.)
+    #[test]
+    fn keys_spread_evenly() {
+        for n in [2u32, 4, 8, 16, 64] {
+            let total = 10_000u32.max(1_000 * n);
+            for kind in ["session key", "session id", "job id"] {
+                let mut counts = vec![0u32; n as usize];
+                for i in 0..total {
+                    let key = match kind {
+                        "session key" => format!("agent:main:telegram:dm:{i}"),
+                        "session id" => format!("20260101_120000_{i:08x}"),
+                        _ => format!("{i:012x}"),
+                    };
+                    counts[shard_of(&key, n) as usize] += 1;
+                }
+                let mean = f64::from(total) / f64::from(n);
+                for (k, c) in counts.iter().enumerate() {
+                    let dev = (f64::from(*c) - mean).abs() / mean;
+                    assert!(dev <= 0.15, "n={n} kind={kind} shard {k}: {c} items, mean {mean:.0} ({:.1} %)", dev * 100.0);
+                }
+            }
+        }
+    }
+
+    /// Pinned values: a change of the hash would strand every item written before it.
+    #[test]
+    fn hash_is_pinned() {
+        assert_eq!(fnv1a(""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a("a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(shard_of("anything", 1), 0);
+    }
+}
