@@ -31,7 +31,7 @@ impl MetaStore for SqliteStore {
     /// Counters live as a JSON object in the record's value; read, add and write back in one
     /// IMMEDIATE transaction, so concurrent processes on one file add up.
     async fn add_counts(&self, key: &str, deltas: &[(&str, i64)]) -> Result<(), StoreError> {
-        let key = counts_key(key);
+        let key = self.scope.key(&counts_key(key));
         let deltas: Vec<(String, i64)> = deltas.iter().map(|(k, v)| ((*k).to_string(), *v)).collect();
         self.with(move |c| {
             let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(backend)?;
@@ -50,7 +50,7 @@ impl MetaStore for SqliteStore {
     }
 
     async fn get_counts(&self, keys: &[String]) -> Result<Vec<Counts>, StoreError> {
-        let keys: Vec<String> = keys.iter().map(|k| counts_key(k)).collect();
+        let keys: Vec<String> = keys.iter().map(|k| self.scope.key(&counts_key(k))).collect();
         self.with(move |c| {
             let mut stmt = c.prepare_cached("SELECT value FROM meta WHERE key = ?1").map_err(backend)?;
             let mut out = Vec::with_capacity(keys.len());
