@@ -15,7 +15,7 @@ mod llm;
 mod store;
 mod timers;
 
-pub use delivery::{Delivery, DeliveryError, Target};
+pub use delivery::{Delivery, DeliveryError, StreamTarget, Target};
 pub use keys::JwksSource;
 pub use llm::{ChatRequest, ChatResponse, Llm, LlmError, TextSink, ToolSpec};
 pub use store::{
