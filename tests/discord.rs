@@ -7,7 +7,7 @@
 mod common;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{patch, post};
@@ -66,10 +66,20 @@ impl DcState {
     }
 }
 
-async fn followup(State(st): State<DcState>, Path((app, token)): Path<(String, String)>, Json(body): Json<Value>) -> Json<Value> {
+/// `POST /webhooks/{app}/{token}`: a follow-up. Like Discord's execute webhook, only
+/// `?wait=true` answers with the created message (its id); otherwise 204 and no body.
+async fn followup(
+    State(st): State<DcState>,
+    Path((app, token)): Path<(String, String)>,
+    RawQuery(q): RawQuery,
+    Json(body): Json<Value>,
+) -> Response {
     let content = body["content"].clone();
     let id = st.record("followup", (app, token), String::new(), body);
-    Json(json!({"id": id, "content": content}))
+    if !q.unwrap_or_default().split('&').any(|kv| kv == "wait=true") {
+        return StatusCode::NO_CONTENT.into_response();
+    }
+    Json(json!({"id": id, "content": content})).into_response()
 }
 
 /// `PATCH /webhooks/{app}/{token}/messages/{id}`: edits a follow-up (a 400 when edits fail).
@@ -441,4 +451,13 @@ async fn a_failing_follow_up_edit_falls_back_to_one_final_follow_up() {
     assert_eq!(followups.len(), 2, "the growing follow-up and one final follow-up: {followups:#?}");
     assert!(followups[0].ends_with(CURSOR));
     assert_eq!(followups[1], answer, "the fallback is the whole answer, once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_streamed_ask_is_one_follow_up_and_no_edit() {
+    let (dc, _model, _gw, _home) = streamed_ask("dc-stream-short", false, 3, "Hi there.").await;
+    assert!(wait_until(20, || !dc.followups().is_empty()).await);
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(dc.followups(), vec!["Hi there.".to_string()], "{:#?}", dc.posts());
+    assert!(dc.of("edit").is_empty());
 }

@@ -150,3 +150,19 @@ pub fn followup_texts(busy_mode: BusyInputMode, result: Result<Outcome, AppError
     texts.push(out.reply.filter(|r| !r.trim().is_empty()).unwrap_or_else(|| STOPPED.to_string()));
     texts
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_streamed_outcome_leaves_only_the_notices_not_yet_shown() {
+        let out = |streamed: bool, notices: Vec<String>| Outcome { reply: Some("answer".into()), notices, streamed, ..Outcome::default() };
+        let q = BusyInputMode::Queue;
+        assert!(followup_texts(q, Ok(out(true, vec![]))).is_empty(), "the reply was streamed: nothing again");
+        assert_eq!(followup_texts(q, Ok(out(true, vec!["n".into()]))), vec!["n".to_string()]);
+        assert_eq!(followup_texts(q, Ok(out(false, vec!["n".into()]))), vec!["n".to_string(), "answer".to_string()]);
+        let refused = Outcome { refused: true, ..Outcome::default() };
+        assert_eq!(followup_texts(q, Ok(refused)), vec![REFUSAL.to_string()]);
+    }
+}
