@@ -7,8 +7,11 @@
 mod common;
 
 use axum::Json;
-use axum::extract::{Path, State};
-use axum::routing::post;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{patch, post};
+use common::sse::SseModel;
 use common::*;
 use ed25519_dalek::{Signer, SigningKey};
 use serde_json::{Value, json};
@@ -33,47 +36,110 @@ fn now_ts() -> String {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs().to_string()
 }
 
-/// One recorded POST: the path kind, its ids, and the JSON body.
+/// One recorded call: the path kind (`followup`, `edit`, `channel`), its ids, the edited
+/// message's id (edits), and the JSON body.
 #[derive(Clone, Debug)]
 struct Post {
     kind: &'static str,
     ids: (String, String),
+    msg: String,
     body: Value,
+}
+
+type Posts = Arc<Mutex<Vec<Post>>>;
+
+/// The fake's state: what it received, the next message id, and whether edits fail.
+#[derive(Clone, Default)]
+struct DcState {
+    posts: Posts,
+    next_id: Arc<Mutex<u64>>,
+    fail_edits: bool,
+}
+
+impl DcState {
+    fn record(&self, kind: &'static str, ids: (String, String), msg: String, body: Value) -> String {
+        let mut n = self.next_id.lock().unwrap();
+        *n += 1;
+        let id = if kind == "edit" { msg.clone() } else { format!("m{n}") };
+        self.posts.lock().unwrap().push(Post { kind, ids, msg: if kind == "edit" { msg } else { id.clone() }, body });
+        id
+    }
+}
+
+/// `POST /webhooks/{app}/{token}`: a follow-up. Like Discord's execute webhook, only
+/// `?wait=true` answers with the created message (its id); otherwise 204 and no body.
+async fn followup(
+    State(st): State<DcState>,
+    Path((app, token)): Path<(String, String)>,
+    RawQuery(q): RawQuery,
+    Json(body): Json<Value>,
+) -> Response {
+    let content = body["content"].clone();
+    let id = st.record("followup", (app, token), String::new(), body);
+    if !q.unwrap_or_default().split('&').any(|kv| kv == "wait=true") {
+        return StatusCode::NO_CONTENT.into_response();
+    }
+    Json(json!({"id": id, "content": content})).into_response()
+}
+
+/// `PATCH /webhooks/{app}/{token}/messages/{id}`: edits a follow-up (a 400 when edits fail).
+async fn edit_followup(
+    State(st): State<DcState>,
+    Path((app, token, msg)): Path<(String, String, String)>,
+    Json(body): Json<Value>,
+) -> Response {
+    let content = body["content"].clone();
+    let id = st.record("edit", (app, token), msg, body);
+    if st.fail_edits {
+        return (StatusCode::BAD_REQUEST, Json(json!({"message": "Cannot edit this message", "code": 50005}))).into_response();
+    }
+    Json(json!({"id": id, "content": content})).into_response()
+}
+
+async fn channel(State(st): State<DcState>, Path(id): Path<String>, Json(body): Json<Value>) -> Json<Value> {
+    let id = st.record("channel", (id, String::new()), String::new(), body);
+    Json(json!({"id": id}))
 }
 
 /// A fake Discord REST API.
 #[derive(Clone)]
 struct FakeDiscord {
     url: String,
-    posts: Arc<Mutex<Vec<Post>>>,
-}
-
-type Posts = Arc<Mutex<Vec<Post>>>;
-
-async fn followup(State(p): State<Posts>, Path((app, token)): Path<(String, String)>, Json(body): Json<Value>) -> Json<Value> {
-    p.lock().unwrap().push(Post { kind: "followup", ids: (app, token), body });
-    Json(json!({"id": "m1"}))
-}
-
-async fn channel(State(p): State<Posts>, Path(id): Path<String>, Json(body): Json<Value>) -> Json<Value> {
-    p.lock().unwrap().push(Post { kind: "channel", ids: (id, String::new()), body });
-    Json(json!({"id": "m2"}))
+    posts: Posts,
 }
 
 impl FakeDiscord {
     async fn start() -> Self {
-        let posts: Posts = Arc::default();
+        Self::start_with(false).await
+    }
+    async fn start_with(fail_edits: bool) -> Self {
+        let st = DcState { fail_edits, ..DcState::default() };
         let router = axum::Router::new()
             .route("/webhooks/{app}/{token}", post(followup))
+            .route("/webhooks/{app}/{token}/messages/{id}", patch(edit_followup))
             .route("/channels/{id}/messages", post(channel))
-            .with_state(posts.clone());
-        Self { url: spawn_server(router).await, posts }
+            .with_state(st.clone());
+        Self { url: spawn_server(router).await, posts: st.posts }
     }
     fn posts(&self) -> Vec<Post> {
         self.posts.lock().unwrap().clone()
     }
+    fn of(&self, kind: &str) -> Vec<Post> {
+        self.posts().into_iter().filter(|p| p.kind == kind).collect()
+    }
     fn followups(&self) -> Vec<String> {
-        self.posts().iter().filter(|p| p.kind == "followup").map(|p| p.body["content"].as_str().unwrap_or("").to_string()).collect()
+        self.of("followup").iter().map(|p| p.body["content"].as_str().unwrap_or("").to_string()).collect()
+    }
+    /// Each follow-up's text as the channel shows it now (its last accepted edit), in order.
+    fn shown(&self, edits_fail: bool) -> Vec<String> {
+        let posts = self.posts();
+        let followups = posts.iter().filter(|p| p.kind == "followup");
+        followups
+            .map(|f| {
+                let last = posts.iter().rfind(|p| p.kind == "edit" && p.msg == f.msg && !edits_fail).unwrap_or(f);
+                last.body["content"].as_str().unwrap_or("").to_string()
+            })
+            .collect()
     }
     /// Waits (bounded) until at least `n` POSTs arrived.
     async fn wait_for(&self, n: usize, secs: u64) -> Vec<Post> {
@@ -310,4 +376,88 @@ async fn with_a_bot_token_the_reply_is_not_posted_twice() {
     let posts = t.discord.posts();
     assert!(posts.iter().all(|p| p.kind == "followup"), "{posts:?}");
     assert_eq!(posts.len(), 2, "{posts:?}");
+}
+
+const CURSOR: &str = " ▉";
+
+/// A gateway with streaming on (`edit_interval` 0.3 s, `buffer_threshold` 10) against the
+/// SSE model fake, answering one `/ask` with `answer`.
+async fn streamed_ask(tag: &str, fail_edits: bool, chunk: usize, answer: &str) -> (FakeDiscord, SseModel, Gateway, TempHome) {
+    let model = SseModel::start(chunk, 40).await;
+    model.answers.lock().unwrap().push(answer.to_string());
+    let discord = FakeDiscord::start_with(fail_edits).await;
+    let home = TempHome::new(tag);
+    home.write(
+        "config.yaml",
+        &format!(
+            "model:\n  provider: openai\n  base_url: {}\n  name: sse-model\n  timeout_seconds: 20\n\
+platforms:\n  discord:\n    api_base: {}\n\
+streaming:\n  enabled: true\n  transport: edit\n  edit_interval: 0.3\n  buffer_threshold: 10\n  cursor: \"{CURSOR}\"\n",
+            model.url, discord.url
+        ),
+    );
+    let key = public_hex(SEED);
+    let gw = Gateway::start(home.path(), &[("DISCORD_PUBLIC_KEY", key.as_str()), ("DISCORD_ALLOWED_USERS", "42")]);
+    let (s, v) = interact(&gw, &ask("s1", "42", "tell me")).await;
+    assert_eq!((s, v), (200, json!({"type": 5})));
+    (discord, model, gw, home)
+}
+
+fn words(n: usize) -> String {
+    (0..n).map(|i| format!("word{i}")).collect::<Vec<_>>().join(" ")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_ask_grows_in_its_follow_up_and_ends_whole() {
+    let answer = words(40);
+    let (dc, model, _gw, _home) = streamed_ask("dc-stream", false, 6, &answer).await;
+    assert!(wait_until(20, || dc.of("edit").last().is_some_and(|e| e.body["content"] == answer.as_str())).await, "{:#?}", dc.posts());
+    // Nothing more after the turn: the outcome says the reply was streamed.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(model.requests.lock().unwrap()[0]["stream"], true);
+    let (followups, edits) = (dc.of("followup"), dc.of("edit"));
+    assert_eq!(followups.len(), 1, "one follow-up, never a second one from the outcome: {:#?}", dc.posts());
+    assert!(followups[0].body["content"].as_str().unwrap().ends_with(CURSOR), "the first follow-up grows with the cursor");
+    assert_eq!(followups[0].ids, ("app1".to_string(), "tok-s1".to_string()));
+    assert!(edits.len() >= 2, "at least two edits: {edits:#?}");
+    assert!(edits.iter().all(|e| e.msg == followups[0].msg && e.ids == followups[0].ids), "{edits:#?}");
+    assert_eq!(edits.last().unwrap().body["content"], answer.as_str(), "the final edit is the whole answer");
+    assert_eq!(dc.shown(false), vec![answer]);
+    assert!(dc.of("channel").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_ask_past_2000_chars_continues_in_a_new_follow_up() {
+    let lines: Vec<String> = (0..30).map(|i| format!("line {i:02} {}", "x".repeat(90))).collect();
+    let answer = lines.join("\n");
+    assert!(answer.len() > 2000 && answer.len() < 4000);
+    let (dc, _model, _gw, _home) = streamed_ask("dc-stream-long", false, 200, &answer).await;
+    assert!(wait_until(20, || dc.shown(false).concat() == answer).await, "{:#?}", dc.posts());
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let shown = dc.shown(false);
+    assert_eq!(shown.len(), 2, "{:#?}", dc.posts());
+    assert!(shown.iter().all(|t| t.chars().count() <= 2000 && !t.contains(CURSOR)), "{shown:#?}");
+    assert_eq!(shown.concat(), answer, "both follow-ups together are the whole answer");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_follow_up_edit_falls_back_to_one_final_follow_up() {
+    let answer = words(30);
+    let (dc, _model, _gw, _home) = streamed_ask("dc-stream-fail", true, 6, &answer).await;
+    assert!(wait_until(20, || dc.of("followup").len() >= 2).await, "{:#?}", dc.posts());
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let followups = dc.followups();
+    assert_eq!(dc.of("edit").len(), 1, "no edit after one failed: {:#?}", dc.posts());
+    assert_eq!(followups.len(), 2, "the growing follow-up and one final follow-up: {followups:#?}");
+    assert!(followups[0].ends_with(CURSOR));
+    assert_eq!(followups[1], answer, "the fallback is the whole answer, once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_streamed_ask_is_one_follow_up_and_no_edit() {
+    let (dc, _model, _gw, _home) = streamed_ask("dc-stream-short", false, 3, "Hi there.").await;
+    assert!(wait_until(20, || !dc.followups().is_empty()).await);
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(dc.followups(), vec!["Hi there.".to_string()], "{:#?}", dc.posts());
+    assert!(dc.of("edit").is_empty());
 }

@@ -9,71 +9,17 @@
 mod common;
 
 use axum::Json;
-use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use common::anthropic::{AReply, FakeAnthropic};
+use common::sse::SseModel;
 use common::*;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// An OpenAI-compatible model that streams each answer in `chunk`-character pieces, `pause`
-/// apart, and records whether it was asked to stream.
-#[derive(Clone)]
-struct SseModel {
-    url: String,
-    answers: Arc<Mutex<Vec<String>>>,
-    requests: Arc<Mutex<Vec<Value>>>,
-}
-
-#[derive(Clone)]
-struct SseState {
-    answers: Arc<Mutex<Vec<String>>>,
-    requests: Arc<Mutex<Vec<Value>>>,
-    chunk: usize,
-    pause: Duration,
-}
-
-impl SseModel {
-    async fn start(chunk: usize, pause_ms: u64) -> Self {
-        let (answers, requests) = (Arc::new(Mutex::new(Vec::new())), Arc::new(Mutex::new(Vec::new())));
-        let st = SseState { answers: answers.clone(), requests: requests.clone(), chunk, pause: Duration::from_millis(pause_ms) };
-        let router = axum::Router::new().route("/v1/chat/completions", post(sse_handler)).with_state(st);
-        Self { url: format!("{}/v1", spawn_server(router).await), answers, requests }
-    }
-}
-
-fn chunk_line(v: Value) -> Bytes {
-    Bytes::from(format!("data: {v}\n\n"))
-}
-
-async fn sse_handler(State(st): State<SseState>, Json(body): Json<Value>) -> Response {
-    st.requests.lock().unwrap().push(body.clone());
-    let answer = st.answers.lock().unwrap().pop().unwrap_or_else(|| "no answer scripted".into());
-    if body["stream"] != true {
-        return Json(json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}]}))
-            .into_response();
-    }
-    let chars: Vec<char> = answer.chars().collect();
-    let mut frames: Vec<Bytes> = chars
-        .chunks(st.chunk)
-        .map(|c| chunk_line(json!({"model": "sse-model", "choices": [{"index": 0, "delta": {"content": c.iter().collect::<String>()}}]})))
-        .collect();
-    frames.push(chunk_line(json!({"model": "sse-model", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})));
-    frames.push(chunk_line(json!({"model": "sse-model", "choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 34}})));
-    frames.push(Bytes::from("data: [DONE]\n\n"));
-    let pause = st.pause;
-    let stream = futures_util::stream::unfold(frames.into_iter(), move |mut it| async move {
-        let next = it.next()?;
-        tokio::time::sleep(pause).await;
-        Some((Ok::<_, std::io::Error>(next), it))
-    });
-    ([("content-type", "text/event-stream")], Body::from_stream(stream)).into_response()
-}
 
 /// One Bot API call as the fake received it.
 #[derive(Clone, Debug)]

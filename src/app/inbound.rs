@@ -9,8 +9,9 @@ pub use crate::core::inbound::{Inbound, ReplyPath};
 use crate::core::queue::{self, Route};
 use crate::core::reset;
 use crate::core::session::{Message, PendingMessage, Role, SessionEntry, SessionRecord};
-use crate::ports::{InboundId, QueuedItem, SessionChange, StoreError};
+use crate::ports::{InboundId, QueuedItem, SessionChange, StoreError, StreamTarget};
 use serde::Serialize;
+use std::sync::Arc;
 
 /// What happened to an inbound message.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -41,6 +42,10 @@ pub struct Outcome {
     /// The session was busy and the message was stored for a later turn.
     #[serde(skip)]
     pub busy: bool,
+    /// The reply (and its notices) already reached the caller's stream target: the caller
+    /// shows nothing more for it (docs/design.md#streaming).
+    #[serde(skip)]
+    pub streamed: bool,
 }
 
 /// The refusal sent to users who are not on the allow list.
@@ -83,7 +88,17 @@ impl App {
 
     /// Handles one inbound message.
     #[tracing::instrument(skip_all, fields(platform = %msg.origin.platform, session_key))]
-    pub(in crate::app) async fn handle_inbound(&self, mut msg: Inbound) -> Result<Outcome, AppError> {
+    pub(in crate::app) async fn handle_inbound(&self, msg: Inbound) -> Result<Outcome, AppError> {
+        self.handle_inbound_streaming(msg, None).await
+    }
+
+    /// [`App::handle_inbound`] for a caller that answers the message itself and hands a
+    /// `sink` its turn's reply streams into (docs/design.md#streaming).
+    pub(in crate::app) async fn handle_inbound_streaming(
+        &self,
+        mut msg: Inbound,
+        sink: Option<Arc<dyn StreamTarget>>,
+    ) -> Result<Outcome, AppError> {
         if msg.text.trim().is_empty() && msg.attachments.is_empty() {
             return Err(AppError::BadRequest("`text` must not be empty".into()));
         }
@@ -141,7 +156,7 @@ impl App {
         self.inner.live.register(&key, &token, &entry.origin);
         // After the register, so a drain that starts now waits for this turn.
         crate::app::accept::accepted();
-        let report = match self.one_turn_replying(&entry, msg.reply).await {
+        let report = match self.one_turn_replying(&entry, msg.reply, sink).await {
             Ok(r) => r,
             Err(e) => {
                 let _ = self.update_leased(&key, &token, &[], |e| e.lease = None).await;
@@ -155,6 +170,7 @@ impl App {
         crate::app::crash::crash_point("turn:released");
         out.reply = Some(report.reply);
         out.notices.extend(report.notices);
+        out.streamed = report.streamed;
         Ok(out)
     }
 

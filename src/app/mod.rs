@@ -31,6 +31,7 @@ mod services;
 mod skills;
 mod status;
 mod stream;
+mod stream_out;
 mod tool_guard;
 pub mod tools;
 mod turns;

@@ -10,11 +10,13 @@
 
 use crate::app::App;
 use crate::app::lease::AbortOnDrop;
+use crate::app::stream_out::StreamOut;
 use crate::config::StreamTransport;
 use crate::core::inbound::ReplyPath;
 use crate::core::session::{Fence, SessionEntry};
-use crate::ports::{DeliveryError, Target};
+use crate::ports::{DeliveryError, StreamTarget, Target};
 use chrono::{DateTime, Duration, Utc};
+use std::sync::Arc;
 use std::time::Duration as StdDuration;
 use tokio::sync::{mpsc, oneshot};
 
@@ -24,9 +26,9 @@ const FINAL_EDIT_ATTEMPTS: u32 = 3;
 const MAX_WAIT_SECS: u64 = 30;
 
 /// How one turn streams its reply: where to, and Hermes' `streaming` settings.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(in crate::app) struct StreamPlan {
-    target: Target,
+    out: StreamOut,
     fence: Fence,
     interval: Duration,
     threshold: usize,
@@ -35,24 +37,58 @@ pub(in crate::app) struct StreamPlan {
 
 impl App {
     /// The streaming plan of a turn whose replies go along `path`: only when `streaming` is
-    /// enabled (transport not `off`), the replies go to the origin's chat, and its platform
-    /// edits messages. Otherwise the reply is sent whole when the turn ends.
-    pub(in crate::app) fn stream_plan(&self, entry: &SessionEntry, fence: &Fence, path: ReplyPath) -> Option<StreamPlan> {
+    /// enabled (transport not `off`) and either the caller that answers the message itself
+    /// handed a `sink` for it (a Discord interaction), or the replies go to the origin's chat
+    /// and its platform edits messages. Otherwise the reply is sent whole when the turn ends.
+    pub(in crate::app) fn stream_plan(
+        &self,
+        entry: &SessionEntry,
+        fence: &Fence,
+        path: ReplyPath,
+        sink: Option<Arc<dyn StreamTarget>>,
+    ) -> Option<StreamPlan> {
         let s = &self.inner.cfg.settings.streaming;
         let o = &entry.origin;
-        if !s.enabled || s.transport == StreamTransport::Off || path != ReplyPath::Origin || !self.inner.delivery.edits(&o.platform) {
+        if !s.enabled || s.transport == StreamTransport::Off {
             return None;
         }
-        let target = Target { platform: o.platform.clone(), chat_id: o.chat_id.clone(), thread_id: o.thread_id.clone() };
+        let out = match sink {
+            Some(sink) => StreamOut::Caller(sink),
+            None if path == ReplyPath::Origin && self.inner.delivery.edits(&o.platform) => {
+                StreamOut::Origin(Target { platform: o.platform.clone(), chat_id: o.chat_id.clone(), thread_id: o.thread_id.clone() })
+            }
+            None => return None,
+        };
         // The platform's rate limit is a floor under the configured interval.
-        let floor = i64::try_from(self.inner.delivery.min_edit_gap(&target).as_millis()).unwrap_or(i64::MAX);
+        let floor = i64::try_from(out.min_edit_gap(self).as_millis()).unwrap_or(i64::MAX);
         Some(StreamPlan {
-            target,
+            out,
             fence: fence.clone(),
             interval: Duration::milliseconds(((s.edit_interval.max(0.0) * 1000.0) as i64).max(floor)),
             threshold: s.buffer_threshold,
             cursor: s.cursor.clone(),
         })
+    }
+
+    /// Sends a notice of the turn of `plan` to the caller's own target, ahead of its
+    /// streamed reply (the caller then must not show it again): only while the turn holds its
+    /// lease, once per `slot`.
+    pub(in crate::app) async fn notice_to_caller(&self, plan: &StreamPlan, slot: &str, text: &str) {
+        let fence = &plan.fence;
+        let held = self.inner.store.get_entry(&fence.key).await.ok().flatten().is_some_and(|e| e.holds(fence));
+        if held
+            && matches!(self.take_reply_once(fence, slot).await, Ok(true))
+            && let Err(e) = plan.out.send(self, text).await
+        {
+            tracing::warn!(error = %e, "notice to the caller failed");
+        }
+    }
+}
+
+impl StreamPlan {
+    /// Whether the reply streams to the caller's own target rather than the origin's chat.
+    pub(in crate::app) fn to_caller(&self) -> bool {
+        matches!(self.out, StreamOut::Caller(_))
     }
 }
 
@@ -174,7 +210,7 @@ impl Run {
     fn display(&self) -> String {
         let cur = &self.text[self.base..];
         let with = format!("{cur}{}", self.plan.cursor);
-        match self.app.inner.delivery.parts(&self.plan.target, &with) {
+        match self.plan.out.parts(&self.app, &with) {
             Ok(p) if p.len() <= 1 => with,
             _ => cur.to_string(),
         }
@@ -204,7 +240,7 @@ impl Run {
         {
             return;
         }
-        match self.app.inner.delivery.edit(&self.plan.target, &id, &display).await {
+        match self.plan.out.edit(&self.app, &id, &display).await {
             Ok(()) => self.shown = display,
             Err(DeliveryError::RateLimited(s)) => self.blocked_until = Some(now + Duration::seconds(s.min(MAX_WAIT_SECS) as i64)),
             // A lost or failed progress edit is harmless: the next one replaces it.
@@ -220,7 +256,7 @@ impl Run {
     /// Finalizes full messages while the current text is over the platform's limit.
     async fn split_overflow(&mut self) {
         loop {
-            let Ok(parts) = self.app.inner.delivery.parts(&self.plan.target, &self.text[self.base..]) else { return };
+            let Ok(parts) = self.plan.out.parts(&self.app, &self.text[self.base..]) else { return };
             if parts.len() <= 1 || self.failed || self.lost {
                 return;
             }
@@ -254,7 +290,7 @@ impl Run {
         if !self.claim(&format!("stream{}.{}", self.seg, self.part)).await {
             return;
         }
-        match self.app.inner.delivery.send_one(&self.plan.target, display).await {
+        match self.plan.out.send_one(&self.app, display).await {
             Ok(Some(id)) => {
                 self.msg = Some(id);
                 self.shown = display.to_string();
@@ -293,8 +329,8 @@ impl Run {
         }
         // A fallback is the whole remaining answer, split by the port when it is long.
         let whole = if self.failed { self.text[self.base..].to_string() } else { text.to_string() };
-        if let Err(e) = self.app.inner.delivery.send(&self.plan.target, &whole).await {
-            tracing::error!(platform = %self.plan.target.platform, error = %e, "streamed reply: final message failed");
+        if let Err(e) = self.plan.out.send(&self.app, &whole).await {
+            tracing::error!(platform = %self.plan.out.platform(), error = %e, "streamed reply: final message failed");
         }
     }
 
@@ -306,7 +342,7 @@ impl Run {
                 let wait = (b - self.now()).to_std().unwrap_or(StdDuration::ZERO);
                 tokio::time::sleep(wait.min(StdDuration::from_secs(MAX_WAIT_SECS))).await;
             }
-            match self.app.inner.delivery.edit(&self.plan.target, id, text).await {
+            match self.plan.out.edit(&self.app, id, text).await {
                 Ok(()) | Err(DeliveryError::Unknown(_)) => return true,
                 Err(DeliveryError::RateLimited(s)) if attempt < FINAL_EDIT_ATTEMPTS => {
                     self.blocked_until = Some(self.now() + Duration::seconds(s.min(MAX_WAIT_SECS) as i64));

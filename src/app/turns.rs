@@ -5,6 +5,7 @@
 use crate::app::agent::{self, TurnOutput, TurnSpec};
 use crate::app::cas::{again, retry_cas};
 use crate::app::lease::{is_lost, lost};
+use crate::app::stream::StreamPlan;
 use crate::app::tools::TurnKind;
 use crate::app::{App, AppError};
 use crate::core::ids::SessionKey;
@@ -12,7 +13,8 @@ use crate::core::inbound::ReplyPath;
 use crate::core::recovery::{self, RESUME_NOTE};
 use crate::core::reset;
 use crate::core::session::{Fence, Lease, Message, Role, SessionEntry};
-use crate::ports::{SessionChange, StoreError};
+use crate::ports::{SessionChange, StoreError, StreamTarget};
+use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
 /// How long one turn may run.
@@ -27,11 +29,13 @@ pub const DRAIN_BUDGET_SECS: u64 = 900;
 pub struct TurnReport {
     /// The reply.
     pub reply: String,
-    /// Notices shown before it.
+    /// Notices shown before it (empty when they went to the caller's stream target).
     pub notices: Vec<String>,
     /// The entry as the turn's last write left it (still leased), so the next step needs no
     /// re-read; a stale copy only costs a compare-and-set retry.
     pub(in crate::app) held: Option<Box<SessionEntry>>,
+    /// The reply already reached the caller's stream target (docs/design.md#streaming).
+    pub streamed: bool,
 }
 
 /// What a drain step found.
@@ -50,7 +54,7 @@ impl App {
     /// notices for resets and resumes, the agent loop within its budget, the success update,
     /// and delivery to the origin.
     pub(in crate::app) async fn one_turn(&self, entry: &SessionEntry) -> Result<TurnReport, AppError> {
-        self.one_turn_replying(entry, ReplyPath::Origin).await
+        self.one_turn_replying(entry, ReplyPath::Origin, None).await
     }
 
     /// The system notes (reset, resume) of a turn, and the notices the user sees first.
@@ -75,17 +79,33 @@ impl App {
     /// [`App::one_turn`], with its notices and reply sent along `path` (the first turn of a
     /// message whose transport answers it itself sends nothing to the origin). Every write and
     /// send is fenced by the entry's lease epoch; a turn that lost it stops and sends nothing.
-    pub(in crate::app) async fn one_turn_replying(&self, entry: &SessionEntry, path: ReplyPath) -> Result<TurnReport, AppError> {
+    /// A caller that answers the message itself may hand a `sink` its reply streams into;
+    /// the notices then go there first and the report says the caller has nothing to show.
+    pub(in crate::app) async fn one_turn_replying(
+        &self,
+        entry: &SessionEntry,
+        path: ReplyPath,
+        sink: Option<Arc<dyn StreamTarget>>,
+    ) -> Result<TurnReport, AppError> {
         let key = &entry.session_key;
         let Some(fence) = entry.fence() else { return Err(lost(key)) };
         let token = entry.lease.as_ref().map(|l| l.token.clone()).unwrap_or_default();
-        let (notes, notices) = self.turn_notes(entry);
+        let (notes, mut notices) = self.turn_notes(entry);
+        let plan = self.stream_plan(entry, &fence, path, sink);
         for (i, n) in notices.iter().enumerate() {
-            self.send_fenced(entry, &fence, path, &format!("notice{i}"), n).await?;
+            match plan.as_ref().filter(|p| p.to_caller()) {
+                Some(p) => self.notice_to_caller(p, &format!("notice{i}"), n).await,
+                None => {
+                    self.send_fenced(entry, &fence, path, &format!("notice{i}"), n).await?;
+                }
+            }
+        }
+        if plan.as_ref().is_some_and(StreamPlan::to_caller) {
+            notices.clear();
         }
         let renewal = self.renew_in_background(&fence);
         let started = self.inner.clock.now();
-        let result = self.run_agent(entry, &fence, notes, path).await;
+        let result = self.run_agent(entry, &fence, notes, plan).await;
         drop(renewal);
         match result {
             Ok(out) => {
@@ -109,7 +129,7 @@ impl App {
                     self.send_held(entry, &fence, path, "reply", &out.reply).await?;
                     crate::app::crash::crash_point("turn:reply_delivered");
                 }
-                Ok(TurnReport { reply: out.reply, notices, held: Some(Box::new(updated)) })
+                Ok(TurnReport { reply: out.reply, notices, held: Some(Box::new(updated)), streamed: out.streamed })
             }
             Err(e) if is_lost(&e) => {
                 tracing::warn!(session_key = %key, epoch = fence.epoch, "lease lost during the turn; it stops and sends nothing");
@@ -126,8 +146,14 @@ impl App {
 
     /// The agent loop of a chat turn within its budget, its appends fenced by `fence`; it
     /// stops early when asked to or when the lease is lost. Its reply streams into the chat
-    /// as it grows when streaming applies to `path` (docs/design.md#streaming).
-    async fn run_agent(&self, entry: &SessionEntry, fence: &Fence, notes: Vec<String>, path: ReplyPath) -> Result<TurnOutput, AppError> {
+    /// as it grows along `plan` (docs/design.md#streaming).
+    async fn run_agent(
+        &self,
+        entry: &SessionEntry,
+        fence: &Fence,
+        notes: Vec<String>,
+        plan: Option<StreamPlan>,
+    ) -> Result<TurnOutput, AppError> {
         let budget = crate::app::budget::turn_budget(StdDuration::from_secs(TURN_BUDGET_SECS as u64));
         let system = self.chat_system_prompt(&entry.session_id).await;
         let spec = TurnSpec {
@@ -139,7 +165,7 @@ impl App {
             system,
             origin: Some(entry.origin.clone()),
             fence: Some(fence.clone()),
-            stream: self.stream_plan(entry, fence, path),
+            stream: plan,
             transcript: None,
         };
         let key = &entry.session_key;

@@ -24,11 +24,12 @@ pub use retry::{ATTEMPTS, with_retry};
 
 use crate::app::{AppError, Outcome};
 use crate::core::text::split_message;
-use crate::ports::{DeliveryError, Target};
+use crate::ports::{DeliveryError, StreamTarget, Target};
 use async_trait::async_trait;
 use axum::http::{HeaderMap, Method, StatusCode};
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 pub use crate::core::inbound::{Attachment, AttachmentKind, Inbound, ReplyPath};
 
@@ -144,6 +145,12 @@ pub enum Received {
 /// follow-ups). Runs in the background, so it logs its own failures.
 #[async_trait]
 pub trait FollowUp: Send {
+    /// Where the turn's reply streams while it grows, when the transport can show that
+    /// (docs/design.md#streaming); the outcome then says `streamed` and `finish` must not
+    /// show the reply again. Default: none, the reply comes whole in the outcome.
+    fn stream(&self) -> Option<Arc<dyn StreamTarget>> {
+        None
+    }
     /// Sends what the outcome means to the user.
     async fn finish(self: Box<Self>, result: Result<Outcome, AppError>);
 }

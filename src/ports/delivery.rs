@@ -96,3 +96,22 @@ pub trait Delivery: Send + Sync {
         Err(DeliveryError::NotConfigured(platform.to_string()))
     }
 }
+
+/// Where one inbound message's streamed reply goes when the transport that brought it
+/// answers it itself (a Discord interaction's follow-ups, docs/design.md#streaming): the
+/// same moves as [`Delivery`]'s, bound to that one conversation.
+#[async_trait]
+pub trait StreamTarget: Send + Sync {
+    /// `text` split into messages within the platform's limit.
+    fn parts(&self, text: &str) -> Vec<String>;
+    /// The shortest gap between two edits the platform allows. Default: none.
+    fn min_edit_gap(&self) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
+    /// Sends one part (with retries), returning its message id when the platform named one.
+    async fn send_one(&self, part: &str) -> Result<Option<String>, DeliveryError>;
+    /// Replaces the text of sent message `message_id` (one attempt, classified).
+    async fn edit(&self, message_id: &str, text: &str) -> Result<(), DeliveryError>;
+    /// Sends `text`, split into parts, each once.
+    async fn send(&self, text: &str) -> Result<(), DeliveryError>;
+}

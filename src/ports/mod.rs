@@ -17,7 +17,7 @@ mod store;
 mod stt;
 mod timers;
 
-pub use delivery::{Delivery, DeliveryError, Target};
+pub use delivery::{Delivery, DeliveryError, StreamTarget, Target};
 pub use keys::JwksSource;
 pub use llm::{ChatRequest, ChatResponse, Llm, LlmError, TextSink, ToolSpec};
 pub use store::{

@@ -6,6 +6,7 @@
 
 pub mod anthropic;
 pub mod mcp_server;
+pub mod sse;
 
 use axum::Json;
 use axum::extract::{Path, State};

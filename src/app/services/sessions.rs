@@ -4,6 +4,8 @@ use crate::app::import::SessionImport;
 use crate::app::{App, AppError, Inbound, Outcome};
 use crate::core::ids::{Origin, SessionId, SessionKey};
 use crate::core::session::{ImportedSession, Message, SessionEntry, SessionRecord};
+use crate::ports::StreamTarget;
+use std::sync::Arc;
 
 /// Conversations: inbound messages (commands, turns, the queue), listing, showing,
 /// resetting and importing. Cheap to clone.
@@ -25,6 +27,13 @@ impl Sessions {
     /// Handles one inbound message: a command, a turn, or a queued/refused message.
     pub async fn handle_inbound(&self, msg: Inbound) -> Result<Outcome, AppError> {
         self.app.handle_inbound(msg).await
+    }
+
+    /// [`Sessions::handle_inbound`] for a transport that answers the message itself and hands
+    /// a `sink` the turn's reply streams into while streaming is enabled (a Discord
+    /// interaction's follow-ups); the outcome says `streamed` when the reply went there.
+    pub async fn handle_inbound_streaming(&self, msg: Inbound, sink: Option<Arc<dyn StreamTarget>>) -> Result<Outcome, AppError> {
+        self.app.handle_inbound_streaming(msg, sink).await
     }
 
     /// [`Sessions::handle_inbound`], returning as soon as the message is stored (its turn

@@ -68,8 +68,9 @@ async fn webhook(
             let (sessions, name) = (s.app.sessions(), channel.name());
             // Counted until the follow-up is done: the Lambda settle phase waits for it.
             let running = s.channels.deferred_guard();
+            let sink = then.as_ref().and_then(|t| t.stream());
             tokio::spawn(async move {
-                let result = sessions.handle_inbound(msg).await;
+                let result = sessions.handle_inbound_streaming(msg, sink).await;
                 match (then, result) {
                     (Some(then), result) => then.finish(result).await,
                     (None, Err(e)) => tracing::error!(channel = name, error = %e, "deferred webhook message failed"),
