@@ -71,7 +71,7 @@ async fn list_shows_this_chat_and_the_home_channel_and_bad_targets_are_tool_erro
     let tool = |args: Value| Reply::Tool { name: "send_message".into(), args };
     llm.push(tool(json!({"action": "list"})));
     llm.push(tool(json!({"target": "discord:123456", "message": "x"})));
-    llm.push(tool(json!({"target": "slack", "message": "x"})));
+    llm.push(tool(json!({"target": "matrix", "message": "x"})));
     llm.push(tool(json!({"target": "telegram:../../etc", "message": "x"})));
     llm.push(tool(json!({"target": "origin"})));
     llm.push(tool(json!({"target": "origin", "message": "to this chat"})));
@@ -90,7 +90,7 @@ async fn list_shows_this_chat_and_the_home_channel_and_bad_targets_are_tool_erro
         ]),
         "{listed}"
     );
-    for (i, why) in [(2, "Platform 'discord' is not configured"), (3, "Unknown platform: slack"), (4, "invalid delivery target")] {
+    for (i, why) in [(2, "Platform 'discord' is not configured"), (3, "Unknown platform: matrix"), (4, "invalid delivery target")] {
         let r = last_tool_result(&reqs[i]);
         assert!(r.starts_with("{\"error\":") && r.contains(why), "{r}");
         assert!(r.contains("Valid targets: origin, telegram, telegram:<chat_id>[:<thread_id>]"), "{r}");
