@@ -93,9 +93,14 @@ pub(super) async fn add_counts(st: &DynamoStore, key: &str, deltas: &[(&str, i64
     if deltas.is_empty() {
         return Ok(());
     }
+    // One ADD per counter: DynamoDB refuses two paths to the same attribute.
+    let mut merged: std::collections::BTreeMap<&str, i64> = std::collections::BTreeMap::new();
+    for (name, delta) in deltas {
+        *merged.entry(name).or_insert(0) += delta;
+    }
     let mut req = st.client.update_item().table_name(&st.table).set_key(Some(counts_key(key)));
-    let mut adds = Vec::with_capacity(deltas.len());
-    for (i, (name, delta)) in deltas.iter().enumerate() {
+    let mut adds = Vec::with_capacity(merged.len());
+    for (i, (name, delta)) in merged.iter().enumerate() {
         adds.push(format!("#c{i} :d{i}"));
         req =
             req.expression_attribute_names(format!("#c{i}"), format!("c_{name}")).expression_attribute_values(format!(":d{i}"), n(*delta));

@@ -85,9 +85,10 @@ fn claim_status(c: &Connection, occ: &Occurrence) -> Result<Option<String>, Stor
 }
 
 /// `sid` is the stored id of the run's job (the profile's key).
-fn finish_run(c: &mut Connection, run: &RunRecord, sid: &str, retention: usize) -> Result<(), StoreError> {
+/// `claim_id` is the stored job id of its claim (a manual run's own key space, scoped the same way).
+fn finish_run(c: &mut Connection, run: &RunRecord, sid: &str, claim_id: &str, retention: usize) -> Result<(), StoreError> {
     let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
-    let occ = Occurrence { job_id: sid.to_string(), ..run.occurrence() };
+    let occ = Occurrence { job_id: claim_id.to_string(), ..run.occurrence() };
     tx.execute(
         "UPDATE claims SET status = ?3 WHERE job_id = ?1 AND fire_at = ?2",
         params![occ.job_id, occ.fire_at.timestamp(), run.status.as_str()],
@@ -152,8 +153,8 @@ impl JobStore for SqliteStore {
     }
 
     async fn finish_run(&self, run: &RunRecord, retention: usize) -> Result<(), StoreError> {
-        let (run, sid) = (run.clone(), self.scope.key(&run.job_id));
-        self.with(move |c| finish_run(c, &run, &sid, retention)).await
+        let (run, sid, claim_id) = (run.clone(), self.scope.key(&run.job_id), self.scope.key(&run.occurrence().job_id));
+        self.with(move |c| finish_run(c, &run, &sid, &claim_id, retention)).await
     }
 
     async fn list_runs(&self, job_id: &str, limit: usize) -> Result<Vec<RunRecord>, StoreError> {
