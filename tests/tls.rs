@@ -3,6 +3,8 @@
 //! CA made with the `openssl` CLI, a stdlib Python server), the gateway answers when
 //! `SSL_CERT_FILE` names that CA, and refuses the unknown certificate without it.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::*;
