@@ -5,8 +5,8 @@
 //! and retries on 429/529/5xx/timeouts that honour `retry-after`.
 
 use super::anthropic_stream::{SseDecoder, StreamAccumulator};
-use super::retry::{Failure, error_detail, retry_delay, with_retries};
-use crate::clients::{describe, http_client, retry_after};
+use super::retry::{Failure, check_status, retry_delay, with_retries};
+use crate::clients::{describe, http_client};
 use crate::config::models::Endpoint;
 use crate::core::session::{Message, Role, ToolCall};
 use crate::ports::{ChatRequest, ChatResponse, Llm, LlmError, TextSink};
@@ -106,23 +106,6 @@ impl AnthropicLlm {
     }
 }
 
-/// Classifies a non-success status (429/529/5xx retryable with their `retry-after`).
-async fn check_status(resp: reqwest::Response) -> Result<reqwest::Response, Failure> {
-    let status = resp.status().as_u16();
-    if (200..300).contains(&status) {
-        return Ok(resp);
-    }
-    let wait = retry_after(resp.headers(), 30);
-    if status == 429 {
-        return Err((LlmError::RateLimited, Some(wait.unwrap_or(0))));
-    }
-    if status == 401 || status == 403 {
-        return Err((LlmError::Unauthorized(status), None));
-    }
-    let detail = resp.text().await.map(|t| error_detail(&t)).unwrap_or_default();
-    // 529 is Anthropic's "overloaded": as retryable as any 5xx.
-    Err((LlmError::Status { status, detail }, (status >= 500).then_some(wait.unwrap_or(0))))
-}
 
 /// Builds the Messages body: `system`, merged `messages`, `tools`, cache markers.
 pub fn wire_body(req: &ChatRequest, model: &str, marker: &Value) -> Value {

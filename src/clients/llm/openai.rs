@@ -3,9 +3,9 @@
 //! are folded by `openai_stream`.
 
 use super::openai_stream::ChunkAccumulator;
-use super::retry::{Failure, error_detail, retry_delay, with_retries};
+use super::retry::{Failure, check_status, retry_delay, with_retries};
 use super::sse::SseDecoder;
-use crate::clients::{describe, http_client, retry_after};
+use crate::clients::{describe, http_client};
 use crate::config::models::Endpoint;
 use crate::core::session::{Message, Role, ToolCall};
 use crate::ports::{ChatRequest, ChatResponse, Llm, LlmError, TextSink};
@@ -92,23 +92,6 @@ impl OpenAiLlm {
     }
 }
 
-/// Classifies a non-success status: 429 and 5xx retryable with their `Retry-After`, 401/403
-/// refused keys, anything else final with the upstream's own message.
-async fn check_status(resp: reqwest::Response) -> Result<reqwest::Response, Failure> {
-    let status = resp.status().as_u16();
-    if (200..300).contains(&status) {
-        return Ok(resp);
-    }
-    let wait = retry_after(resp.headers(), 30);
-    if status == 429 {
-        return Err((LlmError::RateLimited, Some(wait.unwrap_or(0))));
-    }
-    if status == 401 || status == 403 {
-        return Err((LlmError::Unauthorized(status), None));
-    }
-    let detail = resp.text().await.map(|t| error_detail(&t)).unwrap_or_default();
-    Err((LlmError::Status { status, detail }, (status >= 500).then_some(wait.unwrap_or(0))))
-}
 
 fn wire_message(m: &Message) -> Value {
     let mut v = json!({ "role": m.role.as_str(), "content": m.content });

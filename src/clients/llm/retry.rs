@@ -60,3 +60,22 @@ pub fn error_detail(text: &str) -> String {
         .and_then(|v| v["error"]["message"].as_str().map(str::to_string))
         .unwrap_or_else(|| text.chars().take(200).collect())
 }
+
+/// Classifies a provider's non-success status once, for every protocol: 429 and 5xx
+/// (Anthropic's 529 "overloaded" included) retryable with their `Retry-After`, 401/403 refused
+/// keys, anything else final with the upstream's own message.
+pub async fn check_status(resp: reqwest::Response) -> Result<reqwest::Response, Failure> {
+    let status = resp.status().as_u16();
+    if (200..300).contains(&status) {
+        return Ok(resp);
+    }
+    let wait = crate::clients::retry_after(resp.headers(), 30);
+    if status == 429 {
+        return Err((LlmError::RateLimited, Some(wait.unwrap_or(0))));
+    }
+    if status == 401 || status == 403 {
+        return Err((LlmError::Unauthorized(status), None));
+    }
+    let detail = resp.text().await.map(|t| error_detail(&t)).unwrap_or_default();
+    Err((LlmError::Status { status, detail }, (status >= 500).then_some(wait.unwrap_or(0))))
+}
