@@ -106,7 +106,6 @@ impl AnthropicLlm {
     }
 }
 
-
 /// Builds the Messages body: `system`, merged `messages`, `tools`, cache markers.
 pub fn wire_body(req: &ChatRequest, model: &str, marker: &Value) -> Value {
     let system: Vec<&str> =

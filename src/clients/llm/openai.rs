@@ -92,7 +92,6 @@ impl OpenAiLlm {
     }
 }
 
-
 fn wire_message(m: &Message) -> Value {
     let mut v = json!({ "role": m.role.as_str(), "content": m.content });
     if !m.tool_calls.is_empty() {
