@@ -13,7 +13,7 @@ use chrono::{DateTime, Duration, NaiveDate, Utc};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::Ordering;
 
 /// The counters kept per day, in chart order.
 pub const COUNTERS: [&str; 6] = ["turns", "job_runs", "input_tokens", "output_tokens", "store_requests", "model_seconds"];
@@ -29,8 +29,6 @@ pub const DAYS: usize = 14;
 pub struct Usage {
     /// Counts per day not yet written (a day boundary between flushes keeps both days apart).
     pending: Mutex<Pending>,
-    /// Store requests since the last flush (bumped by the store wrapper, which has no clock).
-    store_requests: AtomicI64,
     /// The counting store's running total, when the app is wired with one (taken and reset
     /// at each flush).
     tally: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicU64>>,
@@ -52,11 +50,6 @@ impl Usage {
         }
     }
 
-    /// One store request (called by the counting store wrapper).
-    pub fn store_request(&self) {
-        self.store_requests.fetch_add(1, Ordering::Relaxed);
-    }
-
     /// Takes what is due to be written: everything when `force` or a minute passed since the
     /// last flush, else nothing.
     fn take(&self, now: DateTime<Utc>, force: bool) -> Vec<(NaiveDate, BTreeMap<&'static str, i64>)> {
@@ -66,7 +59,7 @@ impl Usage {
         }
         p.last_flush = Some(now);
         let tallied = self.tally.get().map_or(0, |t| t.swap(0, Ordering::Relaxed));
-        let requests = self.store_requests.swap(0, Ordering::Relaxed) + i64::try_from(tallied).unwrap_or(i64::MAX);
+        let requests = i64::try_from(tallied).unwrap_or(i64::MAX);
         if requests > 0 {
             *p.days.entry(now.date_naive()).or_default().entry("store_requests").or_insert(0) += requests;
         }
@@ -220,7 +213,8 @@ mod tests {
         assert_eq!(u.take(at("2026-03-01T23:59:31Z"), false).len(), 1, "the first flush writes at once");
         u.add(at("2026-03-01T23:59:50Z"), &[("turns", 2)]);
         u.add(at("2026-03-02T00:00:10Z"), &[("turns", 3)]);
-        u.store_request();
+        let tally = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(1));
+        let _ = u.tally.set(tally);
         assert!(u.take(at("2026-03-02T00:00:20Z"), false).is_empty(), "within a minute of the last flush");
         let days = u.take(at("2026-03-02T00:00:40Z"), true);
         assert_eq!(days.len(), 2);
