@@ -6,8 +6,8 @@ use crate::app::tools::{ToolCtx, TurnKind};
 use crate::app::{App, AppError};
 use crate::core::ids::SessionId;
 use crate::core::prompt::assemble;
-use crate::core::session::{Fence, Message, Role};
-use crate::ports::ChatRequest;
+use crate::core::session::{Fence, Message, Role, SessionEntry};
+use crate::ports::{ChatRequest, TurnRead};
 
 /// What one turn produced.
 #[derive(Debug, Clone, Default)]
@@ -23,6 +23,33 @@ pub struct TurnOutput {
     /// The reply already reached the platform as a streamed message (docs/design.md#streaming):
     /// the turn sends nothing more.
     pub streamed: bool,
+    /// A leased turn's final answer was stored by its settling write (see [`Leased`]).
+    pub(in crate::app) settled: Option<Settled>,
+}
+
+/// What a leased turn's settling write left (docs/design.md#store-cost).
+#[derive(Debug, Clone)]
+pub(in crate::app) struct Settled {
+    /// The entry as the write left it (still leased).
+    pub entry: Box<SessionEntry>,
+    /// Whether the reply is to be sent now (its once key, if it needs one, was taken in
+    /// that write; false when the key was taken before: it may have been sent).
+    pub send: bool,
+}
+
+/// A chat turn under a lease, with the entry as the lease write returned it: its context
+/// comes from one folded read made before the model, and its final answer is stored in one
+/// write with the token update and the reply's once key, conditioned on the entry's version
+/// (docs/design.md#store-cost).
+pub(in crate::app) struct Leased<'a> {
+    /// The entry in hand (holding the turn's lease).
+    pub entry: &'a SessionEntry,
+    /// Where the reply goes.
+    pub path: crate::core::inbound::ReplyPath,
+    /// The turn's folded read (transcript tail, count, memory snapshot, summary index).
+    pub read: TurnRead,
+    /// Wakes the model wait when a stop was stored in this process.
+    pub signal: std::sync::Arc<tokio::sync::Notify>,
 }
 
 /// How a turn is run.
@@ -51,8 +78,10 @@ pub struct TurnSpec<'a> {
     pub transcript: Option<Vec<Message>>,
 }
 
-/// How often a running model call checks whether its turn should stop.
-const STOP_POLL: std::time::Duration = std::time::Duration::from_millis(200);
+/// How often a running model call reads the store to see whether its turn should stop: a
+/// stop stored by this process wakes it at once (`Live::signal_stop`); this poll is for a
+/// stop stored by another process (docs/design.md#turn).
+pub(in crate::app) const STOP_POLL: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Appends `msgs` to the turn's transcript, fenced by its lease when it has one.
 pub(in crate::app) async fn append(app: &App, spec: &TurnSpec<'_>, msgs: &[Message]) -> Result<(), AppError> {
@@ -73,13 +102,28 @@ pub(in crate::app) async fn append(app: &App, spec: &TurnSpec<'_>, msgs: &[Messa
 /// by [`crate::app::context::load`]). `stop` is asked at each step boundary, and every
 /// [`STOP_POLL`] while the model is answering, whether the turn should end early; a turn
 /// stopped mid-call drops that answer unstored and unsent (docs/design.md#turn).
-pub async fn run<F, Fut>(app: &App, spec: TurnSpec<'_>, mut stop: F) -> Result<TurnOutput, AppError>
+pub async fn run<F, Fut>(app: &App, spec: TurnSpec<'_>, stop: F) -> Result<TurnOutput, AppError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    run_leased(app, spec, None, stop).await
+}
+
+/// [`run`] for a chat turn under a lease ([`Leased`]); `None` runs it as [`run`] does.
+pub(in crate::app) async fn run_leased<F, Fut>(
+    app: &App,
+    spec: TurnSpec<'_>,
+    leased: Option<Leased<'_>>,
+    mut stop: F,
+) -> Result<TurnOutput, AppError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
     let max_iter = app.inner.cfg.settings.model.max_iterations;
-    let context = crate::app::context::load(app, &spec).await?;
+    let context = crate::app::context::load(app, &spec, leased.as_ref().map(|l| &l.read)).await?;
+    let signal = leased.as_ref().map(|l| l.signal.clone());
     let mut prompt = assemble(&spec.system, &spec.notes, &context.messages, usize::MAX, app.inner.clock.now());
     if let Some(origin) = &spec.origin {
         app.load_images(&origin.platform, &mut prompt).await;
@@ -100,7 +144,7 @@ where
                 None => app.inner.llm.complete(&req).await,
             }
         };
-        let Some(resp) = interruptible(call, &mut stop).await else {
+        let Some(resp) = interruptible(call, &mut stop, signal.as_deref()).await else {
             tracing::info!(session_id = %spec.session_id, "turn interrupted while the model was answering; its answer is dropped");
             out.interrupted = true;
             return Ok(out);
@@ -122,13 +166,23 @@ where
         msg.model = (!resp.model.is_empty()).then(|| resp.model.clone());
         if resp.tool_calls.is_empty() {
             // A newer message may have come in while the model answered (the poll above runs
-            // only every STOP_POLL): a superseded turn delivers nothing of its own.
-            if stop().await {
+            // only every STOP_POLL): a superseded turn delivers nothing of its own. Under a
+            // lease the answer's write is conditioned on the entry's version, which any stop
+            // request changes; otherwise the store is asked first.
+            let stored = match &leased {
+                Some(l) => app.settle_turn(l, &msg, (out.input_tokens, out.output_tokens), seg.is_none()).await?.map(Some),
+                None if stop().await => None,
+                None => {
+                    append(app, &spec, std::slice::from_ref(&msg)).await?;
+                    Some(None)
+                }
+            };
+            let Some(settled) = stored else {
                 tracing::info!(session_id = %spec.session_id, "turn superseded as the model answered; its answer is dropped");
                 out.interrupted = true;
                 return Ok(out);
-            }
-            append(app, &spec, std::slice::from_ref(&msg)).await?;
+            };
+            out.settled = settled;
             crate::app::crash::crash_point("turn:answer_stored");
             if let Some(s) = seg {
                 s.finish(Some(&resp.content)).await;
@@ -167,9 +221,9 @@ where
     Ok(out)
 }
 
-/// Runs `call`, asking `stop` every [`STOP_POLL`]; `None` when `stop` said yes first (the
-/// call is dropped, so a remote request is cancelled).
-async fn interruptible<T, C, F, Fut>(call: C, stop: &mut F) -> Option<T>
+/// Runs `call`, asking `stop` every [`STOP_POLL`] and whenever `signal` fires; `None` when
+/// `stop` said yes first (the call is dropped, so a remote request is cancelled).
+async fn interruptible<T, C, F, Fut>(call: C, stop: &mut F, signal: Option<&tokio::sync::Notify>) -> Option<T>
 where
     C: std::future::Future<Output = T>,
     F: FnMut() -> Fut,
@@ -177,13 +231,19 @@ where
 {
     tokio::pin!(call);
     loop {
+        let signalled = async {
+            match signal {
+                Some(n) => n.notified().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             r = &mut call => return Some(r),
-            () = tokio::time::sleep(STOP_POLL) => {
-                if stop().await {
-                    return None;
-                }
-            }
+            () = signalled => {}
+            () = tokio::time::sleep(STOP_POLL) => {}
+        }
+        if stop().await {
+            return None;
         }
     }
 }

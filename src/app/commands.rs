@@ -86,6 +86,7 @@ impl App {
             e.pending.clear();
             e.interrupt_requested = running;
             self.inner.store.put_entry(&e, &[]).await?;
+            self.inner.live.signal_stop(key);
             Ok(if running { "⏹ Stopping the current task…".into() } else { "Cleared the pending message.".into() })
         })
         .await
@@ -154,6 +155,7 @@ impl App {
             e.updated_at = now;
             e.interrupt_requested = e.lease.is_some();
             self.inner.store.put_entry(&e, &changes).await?;
+            self.inner.live.signal_stop(&e.session_key);
             let n = self.inner.store.count_messages(target).await?;
             Ok(format!("↩ Resumed session {id} ({n} messages)."))
         })

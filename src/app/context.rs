@@ -6,9 +6,10 @@
 use crate::app::agent::{TurnSpec, append};
 use crate::app::{App, AppError};
 use crate::core::compress::{self, SummaryIndex};
+use crate::core::ids::SessionId;
 use crate::core::prompt::trim_context;
 use crate::core::session::{Message, Role};
-use crate::ports::ChatRequest;
+use crate::ports::{ChatRequest, TurnRead};
 
 /// Most transcript messages read for one prompt (a session with more and no summary yet is
 /// summarized from its newest ones).
@@ -25,20 +26,43 @@ pub(in crate::app) struct Context {
     pub output_tokens: u64,
 }
 
-/// The transcript messages of `spec`'s turn, summarizing the middle first when due.
-pub(in crate::app) async fn load(app: &App, spec: &TurnSpec<'_>) -> Result<Context, AppError> {
+/// Name of a session's summary index note (`TurnStore`; read with its transcript).
+const SUMMARY_NOTE: &str = "summary";
+
+/// A chat turn's one read before the model (docs/design.md#store-cost): as many newest
+/// messages as [`load`] can use, the message count, the memory snapshot and the summary index.
+pub(in crate::app) async fn read(app: &App, session: &SessionId) -> Result<TurnRead, AppError> {
+    let s = &app.inner.cfg.settings;
+    let limit = if s.compression.enabled { MAX_READ } else { s.model.max_context_messages };
+    Ok(app.inner.store.turn_read(session, limit, &[crate::app::memory::SNAPSHOT_NOTE, SUMMARY_NOTE]).await?)
+}
+
+/// The transcript messages of `spec`'s turn, summarizing the middle first when due. `pre` is
+/// the turn's folded [`read`], if it made one (then nothing is read here).
+pub(in crate::app) async fn load(app: &App, spec: &TurnSpec<'_>, pre: Option<&TurnRead>) -> Result<Context, AppError> {
     let s = &app.inner.cfg.settings;
     let max_ctx = s.model.max_context_messages;
     if !s.compression.enabled {
-        let recent = match &spec.transcript {
-            Some(known) => known.clone(),
-            None => app.inner.store.recent_messages(spec.session_id, max_ctx).await?,
+        let recent = match (&spec.transcript, pre) {
+            (Some(known), _) => known.clone(),
+            (None, Some(r)) => r.messages.clone(),
+            (None, None) => app.inner.store.recent_messages(spec.session_id, max_ctx).await?,
         };
         let recent: Vec<Message> = recent.into_iter().filter(|m| m.summary_through.is_none()).collect();
         return Ok(Context { messages: trim_context(&recent, max_ctx).to_vec(), ..Context::default() });
     }
-    let index = if spec.transcript.is_some() { None } else { read_index(app, spec.session_id.as_str()).await? };
-    let (count, window) = read_window(app, spec, index.as_ref()).await?;
+    let index = match (&spec.transcript, pre) {
+        (Some(_), _) => None,
+        (None, Some(r)) => pre_index(app, spec.session_id.as_str(), r).await?,
+        (None, None) => {
+            let r = app.inner.store.turn_read(spec.session_id, 0, &[SUMMARY_NOTE]).await?;
+            pre_index(app, spec.session_id.as_str(), &r).await?
+        }
+    };
+    let (count, window) = match pre.filter(|_| spec.transcript.is_none()) {
+        Some(r) => pre_window(r, index.as_ref()),
+        None => read_window(app, spec, index.as_ref()).await?,
+    };
     let first = count.saturating_sub(window.len());
     let mut items: Vec<(usize, Message)> =
         window.into_iter().enumerate().filter(|(_, m)| m.summary_through.is_none()).map(|(i, m)| (first + i, m)).collect();
@@ -107,15 +131,37 @@ async fn read_window(app: &App, spec: &TurnSpec<'_>, index: Option<&SummaryIndex
     Ok((count, store.recent_messages(spec.session_id, (count - start).min(MAX_READ)).await?))
 }
 
-/// The session's summary index, if any (an unreadable one is ignored with a warning: the
-/// next compression writes a fresh one).
+/// [`read_window`] from the folded read: the count and the messages after the summary.
+fn pre_window(r: &TurnRead, index: Option<&SummaryIndex>) -> (usize, Vec<Message>) {
+    let count = usize::try_from(r.count).unwrap_or(usize::MAX).max(r.messages.len());
+    let start = index.map_or(0, |i| usize::try_from(i.through).unwrap_or(count).min(count));
+    let take = (count - start).min(r.messages.len());
+    (count, r.messages[r.messages.len() - take..].to_vec())
+}
+
+/// The summary index from the folded read. An index stored where it was kept before it
+/// became a note (a DynamoDB meta record) is read there when the window holds a summary.
+async fn pre_index(app: &App, session_id: &str, r: &TurnRead) -> Result<Option<SummaryIndex>, AppError> {
+    match r.notes.get(SUMMARY_NOTE) {
+        Some(raw) => Ok(parse_index(session_id, raw)),
+        None if r.messages.iter().any(|m| m.summary_through.is_some()) => read_index(app, session_id).await,
+        None => Ok(None),
+    }
+}
+
+/// The summary index where it was kept before it became a note, if any (an unreadable one
+/// is ignored with a warning: the next compression writes a fresh one).
 async fn read_index(app: &App, session_id: &str) -> Result<Option<SummaryIndex>, AppError> {
     let Some(raw) = app.inner.store.get_meta(&compress::meta_key(session_id)).await? else { return Ok(None) };
-    match serde_json::from_str(&raw) {
-        Ok(i) => Ok(Some(i)),
+    Ok(parse_index(session_id, &raw))
+}
+
+fn parse_index(session_id: &str, raw: &str) -> Option<SummaryIndex> {
+    match serde_json::from_str(raw) {
+        Ok(i) => Some(i),
         Err(e) => {
             tracing::warn!(session_id, error = %e, "unreadable summary index; ignoring it");
-            Ok(None)
+            None
         }
     }
 }
@@ -155,7 +201,7 @@ async fn summarize(
     let summary = compress::summary_message(&index.text, through, app.inner.clock.now());
     let Ok(raw) = serde_json::to_string(&index) else { return Ok(None) };
     append(app, spec, std::slice::from_ref(&summary)).await?;
-    app.inner.store.put_meta(&compress::meta_key(spec.session_id.as_str()), &raw).await?;
+    app.inner.store.turn_put_note(spec.session_id, SUMMARY_NOTE, Some(&raw)).await?;
     tracing::info!(session_id = %spec.session_id, through, summarized = turns.len(), "context summarized");
     Ok(Some((summary, Context { messages: Vec::new(), input_tokens: resp.input_tokens, output_tokens: resp.output_tokens })))
 }

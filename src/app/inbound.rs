@@ -296,7 +296,11 @@ impl App {
                 );
                 next.interrupt_requested = next.lease.is_some();
                 let changes: Vec<SessionChange> = dedupe.iter().map(|d| SessionChange::Inbound((*d).clone())).collect();
-                self.inner.store.put_entry(&next, &changes).await.map(|e| e.pending.len())
+                let stored = self.inner.store.put_entry(&next, &changes).await.map(|e| e.pending.len());
+                if stored.is_ok() {
+                    self.inner.live.signal_stop(&next.session_key);
+                }
+                stored
             }
         }
     }

@@ -2,12 +2,13 @@
 //! (compare-and-set guarded by its token), renewal while a turn runs, and replies sent only
 //! while the lease is held and at most once per turn (a reply ledger keyed by the epoch).
 
+use crate::app::agent::{Leased, Settled};
 use crate::app::cas::retry_cas;
 use crate::app::turns::{LEASE_MARGIN_SECS, TURN_BUDGET_SECS};
 use crate::app::{App, AppError};
 use crate::core::ids::SessionKey;
 use crate::core::inbound::ReplyPath;
-use crate::core::session::{Fence, Lease, SessionEntry};
+use crate::core::session::{Fence, Lease, Message, SessionEntry};
 use crate::ports::{SessionChange, StoreError};
 use chrono::Duration;
 use std::time::Duration as StdDuration;
@@ -34,6 +35,24 @@ impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
     }
+}
+
+/// The reply-ledger record of message `slot` of the turn of `fence`.
+fn reply_ledger_key(fence: &Fence, slot: &str) -> String {
+    format!("reply:{}:{}:{slot}", fence.key, fence.epoch)
+}
+
+/// A successful turn's entry update: its tokens added, its reset / resume / interrupt marks
+/// cleared.
+pub(in crate::app) fn settle(e: &mut SessionEntry, (input, output): (u64, u64), now: chrono::DateTime<chrono::Utc>) {
+    e.input_tokens += input;
+    e.output_tokens += output;
+    e.updated_at = now;
+    e.was_auto_reset = false;
+    e.resume_pending = false;
+    e.resume_reason = None;
+    e.interruptions = 0;
+    e.interrupt_requested = false;
 }
 
 impl App {
@@ -176,12 +195,63 @@ impl App {
         Ok(self.reply(&entry.origin, path, text).await)
     }
 
+    /// The settling write of a leased chat turn (docs/design.md#store-cost): the final
+    /// `answer`, the token update (`tokens`: input, output) and, when the reply will be sent
+    /// to the origin (`whole`: not streamed), its reply-ledger record, in one write
+    /// conditioned on the entry's version. Any write to the entry since (a stop request, a
+    /// renewal, a stored message) fails it; the entry is then read again to find out why: a
+    /// stop request drops the answer (`None`), a lost lease is [`lost`], anything else is
+    /// written again on the new version.
+    pub(in crate::app) async fn settle_turn(
+        &self,
+        turn: &Leased<'_>,
+        answer: &Message,
+        tokens: (u64, u64),
+        whole: bool,
+    ) -> Result<Option<Settled>, AppError> {
+        let entry = turn.entry;
+        let Some(fence) = entry.fence() else { return Err(lost(&entry.session_key)) };
+        let now = self.inner.clock.now();
+        let mut once = (whole && turn.path == ReplyPath::Origin && self.delivers_to(&entry.origin) && !answer.content.is_empty())
+            .then(|| reply_ledger_key(&fence, "reply"));
+        let mut send = true;
+        let mut cur = entry.clone();
+        for _ in 0..crate::app::cas::CAS_RETRIES {
+            if !cur.holds(&fence) {
+                tracing::warn!(session_key = %fence.key, epoch = fence.epoch, "lease lost as the model answered; this turn sends nothing");
+                return Err(lost(&fence.key));
+            }
+            if cur.interrupt_requested {
+                return Ok(None);
+            }
+            let mut next = cur.clone();
+            settle(&mut next, tokens, now);
+            let mut changes = vec![SessionChange::Append { session_id: cur.session_id.clone(), messages: vec![answer.clone()] }];
+            if let Some(key) = &once {
+                changes.push(SessionChange::Once { key: key.clone(), expires_at: now + Duration::days(REPLY_LEDGER_DAYS), now });
+            }
+            match self.inner.store.put_entry(&next, &changes).await {
+                Ok(written) => return Ok(Some(Settled { entry: Box::new(written), send })),
+                Err(StoreError::Conflict(_)) => match self.inner.store.get_entry(&fence.key).await? {
+                    Some(e) => cur = e,
+                    None => return Err(lost(&fence.key)),
+                },
+                Err(StoreError::OnceUsed(_)) => {
+                    tracing::warn!(session_key = %fence.key, epoch = fence.epoch, "reply of this turn was sent before; not sending again");
+                    (once, send) = (None, false);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(AppError::Contended)
+    }
+
     /// Takes the reply-ledger record `reply:<key>:<epoch>:<slot>` before a message of the
     /// turn of `fence` leaves the process; false (logged) when it was taken before, i.e. that
     /// message may already have been sent.
     pub(in crate::app) async fn take_reply_once(&self, fence: &Fence, slot: &str) -> Result<bool, AppError> {
         let now = self.inner.clock.now();
-        let ledger = format!("reply:{}:{}:{slot}", fence.key, fence.epoch);
+        let ledger = reply_ledger_key(fence, slot);
         let fresh = self.inner.store.use_once(&ledger, now + Duration::days(REPLY_LEDGER_DAYS), now).await?;
         if !fresh {
             tracing::warn!(session_key = %fence.key, epoch = fence.epoch, slot, "reply of this turn was sent before; not sending again");

@@ -46,7 +46,10 @@ impl App {
             let changes =
                 [SessionChange::End { session_id: cur.session_id.clone(), reason: reason.to_string(), at: now }, SessionChange::Start(rec)];
             match self.inner.store.put_entry(&next, &changes).await {
-                Ok(e) => return Ok(Some(e.session_id)),
+                Ok(e) => {
+                    self.inner.live.signal_stop(key);
+                    return Ok(Some(e.session_id));
+                }
                 Err(StoreError::Conflict(_)) => continue,
                 Err(e) => return Err(e.into()),
             }

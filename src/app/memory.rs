@@ -27,10 +27,8 @@ const FLUSH_ROUNDS: usize = 3;
 /// Time a flush turn may take.
 const FLUSH_BUDGET: Duration = Duration::from_secs(60);
 
-/// Meta key of a session's frozen snapshot.
-fn snapshot_key(id: &SessionId) -> String {
-    format!("memory_snapshot:{id}")
-}
+/// Name of a session's frozen snapshot note (`TurnStore`; read with its transcript).
+pub(in crate::app) const SNAPSHOT_NOTE: &str = "memory_snapshot";
 
 /// Whether the store is on in the settings.
 pub(crate) fn enabled(m: &MemorySettings, t: Target) -> bool {
@@ -118,13 +116,14 @@ impl App {
     /// (stored, so every process and later turn sees the same prompt); the chat prompt adds
     /// the skills index (`app::skills`). A store failure leaves the snapshot out for this
     /// turn, never the turn.
-    pub(in crate::app) async fn memory_system_prompt(&self, session: &SessionId) -> String {
+    /// The snapshot note is passed as already read (`Some(None)`: absent); `None` reads it.
+    pub(in crate::app) async fn memory_system_prompt_from(&self, session: &SessionId, known: Option<Option<&str>>) -> String {
         let base = self.system_prompt();
         let m = self.memory_settings();
         if !m.memory_enabled && !m.user_profile_enabled {
             return base;
         }
-        let snapshot = match self.session_snapshot(session).await {
+        let snapshot = match self.session_snapshot(session, known).await {
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!(session_id = %session, error = %e, "memory snapshot unavailable; turn runs without it");
@@ -139,14 +138,19 @@ impl App {
         prompt
     }
 
-    async fn session_snapshot(&self, session: &SessionId) -> Result<String, AppError> {
-        let key = snapshot_key(session);
-        if let Some(raw) = self.inner.store.get_meta(&key).await? {
+    /// The session's frozen snapshot: its note (`known` when the caller read it), or, on its
+    /// first turn, the memory rendered now and stored as the note.
+    async fn session_snapshot(&self, session: &SessionId, known: Option<Option<&str>>) -> Result<String, AppError> {
+        let raw = match known {
+            Some(k) => k.map(str::to_string),
+            None => self.inner.store.turn_read(session, 0, &[SNAPSHOT_NOTE]).await?.notes.remove(SNAPSHOT_NOTE),
+        };
+        if let Some(raw) = raw {
             let v: Value = serde_json::from_str(&raw).unwrap_or_default();
             return Ok(v["text"].as_str().unwrap_or_default().to_string());
         }
         let text = self.render_snapshot().await?;
-        self.inner.store.put_meta(&key, &json!({"text": text}).to_string()).await?;
+        self.inner.store.turn_put_note(session, SNAPSHOT_NOTE, Some(&json!({"text": text}).to_string())).await?;
         Ok(text)
     }
 
@@ -173,7 +177,7 @@ impl App {
             Ok(Err(e)) => tracing::warn!(session_id = %session, error = %e, "memory flush before reset failed; resetting anyway"),
             Err(_) => tracing::warn!(session_id = %session, "memory flush before reset timed out; resetting anyway"),
         }
-        if let Err(e) = self.inner.store.delete_meta(&snapshot_key(session)).await {
+        if let Err(e) = self.inner.store.turn_put_note(session, SNAPSHOT_NOTE, None).await {
             tracing::warn!(session_id = %session, error = %e, "could not drop the memory snapshot");
         }
     }

@@ -28,6 +28,9 @@ pub struct Live {
     /// `<host>:<pid>` of this process.
     pub owner: String,
     running: Mutex<HashMap<SessionKey, (String, Origin)>>,
+    /// Per key: wakes a turn of this process waiting on its model when a stop was stored
+    /// here (docs/design.md#turn), so it need not poll the store often.
+    stops: Mutex<HashMap<SessionKey, std::sync::Arc<tokio::sync::Notify>>>,
 }
 
 impl Default for Live {
@@ -38,7 +41,12 @@ impl Default for Live {
             .filter(|h| !h.is_empty())
             .or_else(|| std::env::var("HOSTNAME").ok())
             .unwrap_or_else(|| "localhost".into());
-        Self { accepting: AtomicBool::new(true), owner: recovery::owner_id(&host, std::process::id()), running: Mutex::new(HashMap::new()) }
+        Self {
+            accepting: AtomicBool::new(true),
+            owner: recovery::owner_id(&host, std::process::id()),
+            running: Mutex::new(HashMap::new()),
+            stops: Mutex::default(),
+        }
     }
 }
 
@@ -56,6 +64,20 @@ impl Live {
         let mut g = self.lock();
         if g.get(key).is_some_and(|(t, _)| t == token) {
             g.remove(key);
+            self.stops.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(key);
+        }
+    }
+
+    /// The stop signal of `key`'s turns in this process (created on first use).
+    pub(crate) fn stop_signal(&self, key: &SessionKey) -> std::sync::Arc<tokio::sync::Notify> {
+        self.stops.lock().unwrap_or_else(std::sync::PoisonError::into_inner).entry(key.clone()).or_default().clone()
+    }
+
+    /// Tells a turn of `key` running here that a stop (or a newer message) was stored for it;
+    /// the turn confirms it with one read. No-op when no turn of the key waits here.
+    pub(crate) fn signal_stop(&self, key: &SessionKey) {
+        if let Some(n) = self.stops.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(key) {
+            n.notify_one();
         }
     }
 

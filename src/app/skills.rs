@@ -129,9 +129,19 @@ impl App {
     }
 
     /// The system prompt of a chat turn: SOUL.md (or the default) and the memory snapshot
-    /// (`memory_system_prompt`), then the skills index when skills are installed.
+    /// (`memory_system_prompt_from`), then the skills index when skills are installed.
     pub(in crate::app) async fn chat_system_prompt(&self, session: &crate::core::ids::SessionId) -> String {
-        let base = self.memory_system_prompt(session).await;
+        self.chat_system_prompt_from(session, None).await
+    }
+
+    /// [`App::chat_system_prompt`] with the session's snapshot note as the turn's folded read
+    /// found it (`Some(None)`: none yet), so it is not read again.
+    pub(in crate::app) async fn chat_system_prompt_from(
+        &self,
+        session: &crate::core::ids::SessionId,
+        known: Option<Option<&str>>,
+    ) -> String {
+        let base = self.memory_system_prompt_from(session, known).await;
         let index = skill::index_prompt(&self.skills_index().await);
         if index.is_empty() { base } else { format!("{}\n\n{index}", base.trim_end()) }
     }

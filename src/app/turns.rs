@@ -4,7 +4,7 @@
 
 use crate::app::agent::{self, TurnOutput, TurnSpec};
 use crate::app::cas::{again, retry_cas};
-use crate::app::lease::{is_lost, lost};
+use crate::app::lease::{is_lost, lost, settle};
 use crate::app::stream::StreamPlan;
 use crate::app::tools::TurnKind;
 use crate::app::{App, AppError};
@@ -105,28 +105,30 @@ impl App {
         }
         let renewal = self.renew_in_background(&fence);
         let started = self.inner.clock.now();
-        let result = self.run_agent(entry, &fence, notes, plan).await;
+        let result = self.run_agent(entry, &fence, path, notes, plan).await;
         drop(renewal);
         match result {
-            Ok(out) => {
+            Ok(mut out) => {
                 let now = self.inner.clock.now();
                 self.count_turn(out.input_tokens, out.output_tokens, (now - started).num_milliseconds() as f64 / 1000.0);
-                let updated = self
-                    .update_leased_from(entry, &token, |e| {
-                        e.input_tokens += out.input_tokens;
-                        e.output_tokens += out.output_tokens;
-                        e.updated_at = now;
-                        e.was_auto_reset = false;
-                        e.resume_pending = false;
-                        e.resume_reason = None;
-                        e.interruptions = 0;
-                        e.interrupt_requested = false;
-                    })
-                    .await?;
+                // A final answer was settled with the token update and the reply's once key.
+                let settled = out.settled.take();
+                let updated = match &settled {
+                    Some(s) => Some((*s.entry).clone()),
+                    None => self.update_leased_from(entry, &token, |e| settle(e, (out.input_tokens, out.output_tokens), now)).await?,
+                };
                 let Some(updated) = updated.filter(|e| e.holds(&fence)) else { return Err(lost(key)) };
                 if !out.interrupted && !out.streamed {
                     // That write just proved the lease: the send needs no second read.
-                    self.send_held(entry, &fence, path, "reply", &out.reply).await?;
+                    match settled {
+                        Some(s) if s.send => {
+                            self.reply(&entry.origin, path, &out.reply).await;
+                        }
+                        Some(_) => {}
+                        None => {
+                            self.send_held(entry, &fence, path, "reply", &out.reply).await?;
+                        }
+                    }
                     crate::app::crash::crash_point("turn:reply_delivered");
                 }
                 Ok(TurnReport { reply: out.reply, notices, held: Some(Box::new(updated)), streamed: out.streamed })
@@ -151,11 +153,15 @@ impl App {
         &self,
         entry: &SessionEntry,
         fence: &Fence,
+        path: ReplyPath,
         notes: Vec<String>,
         plan: Option<StreamPlan>,
     ) -> Result<TurnOutput, AppError> {
         let budget = crate::app::budget::turn_budget(StdDuration::from_secs(TURN_BUDGET_SECS as u64));
-        let system = self.chat_system_prompt(&entry.session_id).await;
+        // One read for the whole context: transcript tail, memory snapshot, summary index.
+        let read = crate::app::context::read(self, &entry.session_id).await?;
+        let snapshot = read.notes.get(crate::app::memory::SNAPSHOT_NOTE).map(String::as_str);
+        let system = self.chat_system_prompt_from(&entry.session_id, Some(snapshot)).await;
         let spec = TurnSpec {
             session_id: &entry.session_id,
             notes,
@@ -171,7 +177,8 @@ impl App {
         let key = &entry.session_key;
         let stop =
             || async { self.inner.store.get_entry(key).await.ok().flatten().is_some_and(|e| e.interrupt_requested || !e.holds(fence)) };
-        match tokio::time::timeout(budget, agent::run(self, spec, stop)).await {
+        let leased = agent::Leased { entry, path, read, signal: self.inner.live.stop_signal(key) };
+        match tokio::time::timeout(budget, agent::run_leased(self, spec, Some(leased), stop)).await {
             Ok(r) => r,
             Err(_) => {
                 Ok(TurnOutput { reply: "⏱ That took too long; I stopped. Please try a smaller request.".into(), ..TurnOutput::default() })

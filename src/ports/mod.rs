@@ -21,8 +21,8 @@ pub use delivery::{Delivery, DeliveryError, StreamTarget, Target};
 pub use keys::JwksSource;
 pub use llm::{ChatRequest, ChatResponse, Llm, LlmError, TextSink, ToolSpec};
 pub use store::{
-    Appended, Claim, Counts, InboundId, JobStore, LedgerStore, MetaStore, QueueStore, QueuedItem, SearchHit, SessionChange, SessionStore,
-    Store, StoreError,
+    Appended, Claim, Counts, InboundId, JobStore, LedgerStore, MAX_SESSION_NOTES, MetaStore, QueueStore, QueuedItem, SearchHit,
+    SessionChange, SessionStore, Store, StoreError, TurnRead, TurnStore, note_meta_key,
 };
 pub use stt::{Audio, NoStt, SttError, Transcriber};
 pub use timers::{PollingTimers, ReconcileReport, TimerError, TimerProvider, Timers, WAKE_ID};

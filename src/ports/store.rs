@@ -35,6 +35,10 @@ pub enum StoreError {
     /// it; nothing was written.
     #[error("the queue of {0} is not empty")]
     QueueNotEmpty(String),
+    /// A write carrying [`SessionChange::Once`] found its once key taken (and not expired);
+    /// nothing was written.
+    #[error("once key {0} was used before; nothing written")]
+    OnceUsed(String),
     /// A stored record could not be decoded.
     #[error("corrupt record {what}: {reason}")]
     Corrupt {
@@ -83,6 +87,17 @@ pub enum SessionChange {
     /// read after it (docs/design.md#store-cost): a push that lands after the release sees
     /// the lease free and wakes the key itself.
     QueueEmpty(SessionKey),
+    /// Record a once key (as [`LedgerStore::use_once`]) in the same write: the reply ledger
+    /// record of a turn written with its answer (docs/design.md#store-cost). The whole
+    /// write fails with [`StoreError::OnceUsed`] if the key is present and not expired.
+    Once {
+        /// The key.
+        key: String,
+        /// When it may be used again.
+        expires_at: DateTime<Utc>,
+        /// The caller's clock (a store never reads the wall clock).
+        now: DateTime<Utc>,
+    },
 }
 
 /// A message waiting in a session's FIFO for its own turn.
@@ -156,7 +171,7 @@ pub enum Claim {
 
 /// The whole store: every concern on one backing store, plus its name. The app holds it as
 /// `Arc<dyn Store>`; adapters implement each concern's trait and this one.
-pub trait Store: SessionStore + QueueStore + JobStore + LedgerStore + MetaStore {
+pub trait Store: SessionStore + QueueStore + JobStore + LedgerStore + MetaStore + TurnStore {
     /// `sqlite` or `dynamodb`.
     fn kind(&self) -> &'static str;
 }
@@ -309,3 +324,54 @@ pub trait MetaStore: Send + Sync {
 
 /// Named counters of one record (see [`MetaStore::add_counts`]).
 pub type Counts = std::collections::BTreeMap<String, i64>;
+
+/// What [`TurnStore::turn_read`] returns: everything a chat turn reads before the model.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TurnRead {
+    /// The newest messages asked for, oldest first.
+    pub messages: Vec<Message>,
+    /// The conversation's message count (its last sequence number).
+    pub count: u64,
+    /// The session notes found, by name (an absent note is not in the map).
+    pub notes: std::collections::BTreeMap<String, String>,
+}
+
+/// Most notes a session may have (a read of the transcript over-reads by this many items on
+/// DynamoDB, where the notes share the transcript's partition).
+pub const MAX_SESSION_NOTES: usize = 8;
+
+/// The message turn's folded read (docs/design.md#store-cost): a conversation's small named
+/// notes (the frozen memory snapshot, the summary index) are kept next to its transcript, so
+/// one SQLite transaction or one DynamoDB `Query` returns the transcript tail, the message
+/// count and the notes. The defaults compose other port calls (several requests); the
+/// adapters override them with one request each.
+#[async_trait]
+pub trait TurnStore: SessionStore + MetaStore {
+    /// In one read: the newest `limit` messages of `id` (oldest first), its message count and
+    /// its notes `names` (at most [`MAX_SESSION_NOTES`] distinct names per session).
+    async fn turn_read(&self, id: &SessionId, limit: usize, names: &[&str]) -> Result<TurnRead, StoreError> {
+        let mut notes = std::collections::BTreeMap::new();
+        for name in names {
+            if let Some(v) = self.get_meta(&note_meta_key(id, name)).await? {
+                notes.insert((*name).to_string(), v);
+            }
+        }
+        let messages = self.recent_messages(id, limit).await?;
+        let count = self.count_messages(id).await?;
+        Ok(TurnRead { messages, count, notes })
+    }
+
+    /// Writes (`Some`) or deletes (`None`) the note `name` of conversation `id`.
+    async fn turn_put_note(&self, id: &SessionId, name: &str, value: Option<&str>) -> Result<(), StoreError> {
+        match value {
+            Some(v) => self.put_meta(&note_meta_key(id, name), v).await,
+            None => self.delete_meta(&note_meta_key(id, name)).await,
+        }
+    }
+}
+
+/// The meta key a note is kept under where notes are meta records (SQLite, the defaults):
+/// `<name>:<session id>`, the keys the snapshot and summary index always had there.
+pub fn note_meta_key(id: &SessionId, name: &str) -> String {
+    format!("{name}:{id}")
+}

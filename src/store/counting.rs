@@ -199,3 +199,13 @@ impl MetaStore for CountingStore {
         fwd!(self, get_counts(keys))
     }
 }
+
+#[async_trait]
+impl crate::ports::TurnStore for CountingStore {
+    async fn turn_read(&self, id: &SessionId, l: usize, names: &[&str]) -> Result<crate::ports::TurnRead, StoreError> {
+        fwd!(self, turn_read(id, l, names))
+    }
+    async fn turn_put_note(&self, id: &SessionId, name: &str, v: Option<&str>) -> Result<(), StoreError> {
+        fwd!(self, turn_put_note(id, name, v))
+    }
+}

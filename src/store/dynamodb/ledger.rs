@@ -59,14 +59,27 @@ pub(super) async fn ledger_finish(
     }
 }
 
-/// `LedgerStore::use_once`: an expired key counts as absent even before TTL removes it.
-pub(super) async fn use_once(st: &DynamoStore, key: &str, expires_at: DateTime<Utc>, now: DateTime<Utc>) -> Result<bool, StoreError> {
+/// A once key's item and its condition: an expired key counts as absent even before TTL
+/// removes it.
+fn once_put(key: &str, expires_at: DateTime<Utc>, now: DateTime<Utc>) -> (super::items::Item, impl Fn() -> Cond) {
     let mut it = once_key(key);
     it.insert("expires_at".into(), n(ms(expires_at)));
     // TTL removal is lazy (it can take days); the condition below is what enforces expiry.
     it.insert(TTL.into(), n(expires_at.timestamp() + 1));
-    let cond = || Cond::new("attribute_not_exists(#pk) OR #expires_at < :now").val(":now", n(ms(now)));
+    (it, move || Cond::new("attribute_not_exists(#pk) OR #expires_at < :now").val(":now", n(ms(now))))
+}
+
+/// `LedgerStore::use_once`.
+pub(super) async fn use_once(st: &DynamoStore, key: &str, expires_at: DateTime<Utc>, now: DateTime<Utc>) -> Result<bool, StoreError> {
+    let (it, cond) = once_put(key, expires_at, now);
     insert_marker(st, it, cond, "use_once").await
+}
+
+/// Adds to `tx` the once key `key` (`SessionChange::Once`); its condition fails as
+/// [`Part::Marker`].
+pub(super) fn plan_once(st: &DynamoStore, tx: &mut Tx, key: &str, expires_at: DateTime<Utc>, now: DateTime<Utc>) -> Result<(), StoreError> {
+    let (it, cond) = once_put(key, expires_at, now);
+    tx.put(&st.table, Part::Marker, it, Some(cond()))
 }
 
 /// `MetaStore::get_meta`.

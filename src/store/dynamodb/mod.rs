@@ -7,12 +7,13 @@
 //!
 //! | item | `pk` | `sk` | other attributes |
 //! | --- | --- | --- | --- |
-//! | session entry | `KEY#<session_key>` | `ENTRY` | `doc` (JSON), `version`, index attributes |
+//! | session entry | `KEY#<session_key>` | `ENTRY` | `doc` (JSON), `version`, `seq` (hint: its conversation's counter), index attributes |
 //! | queue head | `KEY#<session_key>` | `QUEUE` | `head`, `tail` (items are `head..tail`) |
 //! | queue item | `KEY#<session_key>` | `Q#<seq:012>` | `doc` |
 //! | session record | `SESSION#<session_id>` | `RECORD` | `session_key`, `platform`, `title`, `started_at`, `ended_at`, `end_reason` |
 //! | transcript counter | `SESSION#<session_id>` | `SEQ` | `n` (last sequence number = message count) |
 //! | transcript message | `SESSION#<session_id>` | `MSG#<seq:012>` | `doc`, `text` (user/assistant text, lowercased, for `session_search`) |
+//! | session note (memory snapshot, summary index) | `SESSION#<session_id>` | `NOTE#<name>` | `value` |
 //! | inbound seen | `INBOUND#<platform>#<chat_id>#<message_id>` (`%`-escaped) | `SEEN` | `seen_at` |
 //! | job | `JOBS` | `JOB#<id>` | `doc`, `version`, index attributes |
 //! | claim | `OCC#<job_id>#<fire_at secs>` | `CLAIM` | `status`, `claimed_at`, `ttl` |
@@ -78,6 +79,7 @@ mod sessions;
 mod shards;
 mod table;
 mod transcript;
+mod turn;
 mod tx;
 
 #[cfg(test)]
@@ -170,6 +172,8 @@ pub struct DynamoStore {
     shards: u32,
     /// Set once the table's recorded shard count was found equal to `shards`.
     shards_checked: std::sync::Arc<tokio::sync::OnceCell<()>>,
+    /// Last known transcript counters, so appends need not read them first (`turn`).
+    seqs: turn::SeqHints,
 }
 
 impl DynamoStore {
@@ -197,6 +201,7 @@ impl DynamoStore {
             page_size: None,
             shards: crate::store::shard::DEFAULT_SHARDS,
             shards_checked: std::sync::Arc::default(),
+            seqs: turn::SeqHints::default(),
         })
     }
 

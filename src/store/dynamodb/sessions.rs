@@ -82,7 +82,12 @@ fn record_of(it: &Item) -> Result<SessionRecord, StoreError> {
 
 /// `SessionStore::get_entry`.
 pub(super) async fn get_entry(st: &DynamoStore, k: &SessionKey) -> Result<Option<SessionEntry>, StoreError> {
-    st.get(key(key_pk(k), ENTRY_SK)).await?.map(|it| doc(&it, k.as_str())).transpose()
+    let Some(it) = st.get(key(key_pk(k), ENTRY_SK)).await? else { return Ok(None) };
+    let e: SessionEntry = doc(&it, k.as_str())?;
+    if let Some(seq) = get_n(&it, "seq") {
+        st.seqs.raise(session_pk(&e.session_id), seq);
+    }
+    Ok(Some(e))
 }
 
 /// `SessionStore::put_entry`.
@@ -94,20 +99,34 @@ pub(super) async fn put_entry(st: &DynamoStore, entry: &SessionEntry, changes: &
     for attempt in 0..ATTEMPTS {
         let mut tx = Tx::default();
         let cond = if entry.version == 0 { Cond::absent() } else { Cond::new("#version = :v").val(":v", n(entry.version)) };
-        tx.put(&st.table, Part::Entry, entry_item(&next, st.shards)?, Some(cond))?;
         plan_changes(st, &mut tx, changes, entry.updated_at).await?;
+        let mut item = entry_item(&next, st.shards)?;
+        // The counter of the entry's conversation, as this write leaves it or as last seen: a
+        // process that reads the entry appends without reading the counter (`turn`).
+        let spk = session_pk(&next.session_id);
+        if let Some(seq) = tx.seqs.iter().rev().find(|(pk, _)| *pk == spk).map(|(_, n)| *n).or_else(|| st.seqs.get(&spk)) {
+            item.insert("seq".into(), n(seq));
+        }
+        tx.put(&st.table, Part::Entry, item, Some(cond))?;
         match st.transact(tx).await? {
             Outcome::Done => return Ok(next),
             // Same precedence as SQLite: the entry's version is checked first.
             o if o.lost(Part::Entry) => return Err(conflict()),
             o if o.lost(Part::Inbound) => return Err(StoreError::DuplicateInbound),
             o if o.lost(Part::QueueEmpty) => return Err(StoreError::QueueNotEmpty(entry.session_key.as_str().to_string())),
+            o if o.lost(Part::Marker) => return Err(StoreError::OnceUsed(once_keys(changes))),
             o if o.lost(Part::NewRecord) => return Err(DynamoError::RecordExists(new_record_ids(changes)).into()),
             // A record or transcript moved under us (not the entry): re-read and retry.
             _ => backoff(attempt).await,
         }
     }
     Err(conflict())
+}
+
+fn once_keys(changes: &[SessionChange]) -> String {
+    let keys: Vec<&str> =
+        changes.iter().filter_map(|c| if let SessionChange::Once { key, .. } = c { Some(key.as_str()) } else { None }).collect();
+    keys.join(", ")
 }
 
 fn new_record_ids(changes: &[SessionChange]) -> String {
@@ -168,6 +187,7 @@ async fn plan_changes(
                 inbound.push(d);
                 plan_inbound(st, tx, d, at)?;
             }
+            SessionChange::Once { key, expires_at, now } => super::ledger::plan_once(st, tx, key, *expires_at, *now)?,
             SessionChange::QueueEmpty(k) => {
                 // The head item shares the entry's partition; no head, or head = tail, is empty.
                 let cond = Cond::new("attribute_not_exists(#pk) OR #head = #tail");

@@ -1,6 +1,7 @@
 //! Transcripts and inbound ids: messages under `SESSION#<id>` with sequence numbers taken
 //! from the session's `SEQ` counter in the same transaction (compare-and-set on its old
-//! value, so two concurrent appenders can never take the same number).
+//! value, so two concurrent appenders can never take the same number). The old value comes
+//! from the process's hint when it has one (`turn::SeqHints`), else from a read.
 
 use super::items::{ENTRY_SK, Item, MSG_PREFIX, SEQ_SK, doc, get_n, inbound_key, key, key_pk, ms, msg_sk, n, s, session_pk};
 use super::query::Query;
@@ -35,11 +36,16 @@ pub(super) async fn plan_append(st: &DynamoStore, tx: &mut Tx, id: &SessionId, m
         return Err(DynamoError::TooManyItems(needed).into());
     }
     let pk = session_pk(id);
-    let cur: u64 = st.get(key(pk.clone(), SEQ_SK)).await?.and_then(|it| get_n(&it, "n")).unwrap_or(0);
+    // The hint saves the counter read; a stale one fails the condition and is dropped.
+    let cur: u64 = match st.seqs.get(&pk) {
+        Some(hint) => hint,
+        None => st.get(key(pk.clone(), SEQ_SK)).await?.and_then(|it| get_n(&it, "n")).unwrap_or(0),
+    };
     let mut counter = key(pk.clone(), SEQ_SK);
     counter.insert("n".into(), n(cur + msgs.len() as u64));
     let cond = if cur == 0 { Cond::absent() } else { Cond::new("#n = :n").val(":n", n(cur)) };
     tx.put(&st.table, Part::Seq, counter, Some(cond))?;
+    tx.seqs.push((pk.clone(), cur + msgs.len() as u64));
     for (i, m) in msgs.iter().enumerate() {
         let mut it = key(pk.clone(), msg_sk(cur + 1 + i as u64));
         it.insert("doc".into(), s(encode("message", m)?));

@@ -91,6 +91,8 @@ pub(super) fn names_in(text: &str) -> HashMap<String, String> {
 #[derive(Default)]
 pub(super) struct Tx {
     items: Vec<(Part, TransactWriteItem)>,
+    /// Transcript counters this write sets (partition, new value): hints once it landed.
+    pub seqs: Vec<(String, u64)>,
 }
 
 /// How a transaction ended.
@@ -167,7 +169,20 @@ fn values(v: Vec<(&'static str, AttributeValue)>) -> HashMap<String, AttributeVa
 impl DynamoStore {
     /// Runs `tx` as one `TransactWriteItems` with a fresh idempotency token (so the SDK's own
     /// retries of a timed-out request cannot report our write as someone else's).
-    pub(super) async fn transact(&self, tx: Tx) -> Result<Outcome, StoreError> {
+    pub(super) async fn transact(&self, mut tx: Tx) -> Result<Outcome, StoreError> {
+        let seqs = std::mem::take(&mut tx.seqs);
+        let out = self.transact_items(tx).await;
+        for (pk, n) in seqs {
+            match out {
+                Ok(Outcome::Done) => self.seqs.set(pk, n),
+                // A counter guessed from a stale hint fails the write: read it next time.
+                _ => self.seqs.forget(&pk),
+            }
+        }
+        out
+    }
+
+    async fn transact_items(&self, tx: Tx) -> Result<Outcome, StoreError> {
         if tx.items.is_empty() {
             return Ok(Outcome::Done);
         }

@@ -17,6 +17,7 @@ mod queue;
 mod schema;
 mod search;
 mod sessions;
+mod turn;
 
 #[cfg(test)]
 mod full_tests;

@@ -94,6 +94,16 @@ fn apply_change(tx: &rusqlite::Transaction<'_>, ch: &SessionChange) -> Result<()
             append_docs(tx, session_id.as_str(), &docs)?;
         }
         SessionChange::Inbound(d) => record_inbound(tx, d, 0)?,
+        SessionChange::Once { key, expires_at, now } => {
+            // As `use_once`: expired keys are swept first, so an expired key counts as absent.
+            tx.execute("DELETE FROM once_keys WHERE expires_at < ?1", [ms(*now)]).map_err(backend)?;
+            let n = tx
+                .execute("INSERT OR IGNORE INTO once_keys (key, expires_at) VALUES (?1, ?2)", params![key, ms(*expires_at)])
+                .map_err(backend)?;
+            if n == 0 {
+                return Err(StoreError::OnceUsed(key.clone()));
+            }
+        }
         SessionChange::QueueEmpty(k) => {
             let queued: bool = tx
                 .query_row("SELECT EXISTS (SELECT 1 FROM queue_items WHERE session_key = ?1)", [k.as_str()], |r| r.get(0))
@@ -127,6 +137,9 @@ impl SessionStore for SqliteStore {
             .iter()
             .map(|ch| match ch {
                 SessionChange::Inbound(d) => SessionChange::Inbound(self.inbound(d)),
+                SessionChange::Once { key, expires_at, now } => {
+                    SessionChange::Once { key: self.scope.key(key), expires_at: *expires_at, now: *now }
+                }
                 other => other.clone(),
             })
             .collect();
