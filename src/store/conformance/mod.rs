@@ -14,12 +14,14 @@ mod jobs;
 mod queue;
 mod search;
 mod sessions;
+mod turn;
 
 pub(crate) use fence::fenced_writes;
 pub(crate) use jobs::{claim_race, claims_are_never_readmitted, jobs_cas_and_due_index, runs_ledger_and_once};
 pub(crate) use queue::{queue_empty_condition, queue_fifo_cap_and_dedupe};
 pub(crate) use search::search_messages;
 pub(crate) use sessions::{atomic_entry_changes, cas_race, entry_cas, session_records, transcript_order_and_dedupe, wake_candidates};
+pub(crate) use turn::{stale_counter_hints, turn_read_and_once};
 
 use crate::core::ids::{ChatType, Origin, SessionId, SessionKey};
 use crate::core::job::Job;
@@ -52,8 +54,8 @@ macro_rules! conformance_tests {
                 entry_cas, session_records, transcript_order_and_dedupe, meta_round_trip, counters_add_up,
                 queue_fifo_cap_and_dedupe, queue_empty_condition, atomic_entry_changes, wake_candidates,
                 jobs_cas_and_due_index, claims_are_never_readmitted, runs_ledger_and_once, fenced_writes,
-                search_messages);
-            $crate::store::conformance::conformance_tests!(@two $fixture; cas_race, claim_race);
+                search_messages, turn_read_and_once);
+            $crate::store::conformance::conformance_tests!(@two $fixture; cas_race, claim_race, stale_counter_hints);
         }
     };
     (@one $fixture:expr; $($check:ident),+) => {$(
