@@ -1,5 +1,6 @@
 //! The agent loop of one turn: prompt → model → tools → … → final answer, every message
-//! appended to the transcript as it happens (so a crash keeps what was done).
+//! appended to the transcript as it happens (so a crash keeps what was done); a job run's
+//! final answer is handed back for the fire to store with its next write.
 
 use crate::app::stream::{Segment, StreamPlan};
 use crate::app::tools::{ToolCtx, TurnKind};
@@ -23,6 +24,11 @@ pub struct TurnOutput {
     /// The reply already reached the platform as a streamed message (docs/design.md#streaming):
     /// the turn sends nothing more.
     pub streamed: bool,
+    /// A job run's final answer, not stored yet: the fire stores it in the write of its
+    /// delivery's ledger row or of its finish (docs/design.md#store-cost).
+    pub held: Option<Message>,
+    /// Messages the turn appended to the transcript.
+    pub appended: u64,
 }
 
 /// How a turn is run.
@@ -128,8 +134,12 @@ where
                 out.interrupted = true;
                 return Ok(out);
             }
-            append(app, &spec, std::slice::from_ref(&msg)).await?;
-            crate::app::crash::crash_point("turn:answer_stored");
+            if spec.kind == TurnKind::Job {
+                out.held = Some(msg);
+            } else {
+                append(app, &spec, std::slice::from_ref(&msg)).await?;
+                crate::app::crash::crash_point("turn:answer_stored");
+            }
             if let Some(s) = seg {
                 s.finish(Some(&resp.content)).await;
                 out.streamed = true;
@@ -155,6 +165,7 @@ where
             step.push(t);
         }
         append(app, &spec, &step).await?;
+        out.appended += step.len() as u64;
         prompt.extend(step);
         if stop().await {
             out.interrupted = true;
@@ -164,6 +175,7 @@ where
     out.reply = format!("I stopped after {max_iter} tool rounds without reaching a final answer. Please narrow the request.");
     let note = Message::text(Role::Assistant, out.reply.clone(), app.inner.clock.now());
     append(app, &spec, &[note]).await?;
+    out.appended += 1;
     Ok(out)
 }
 
