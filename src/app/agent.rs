@@ -1,5 +1,6 @@
 //! The agent loop of one turn: prompt → model → tools → … → final answer, every message
-//! appended to the transcript as it happens (so a crash keeps what was done).
+//! appended to the transcript as it happens (so a crash keeps what was done); a job run's
+//! final answer is handed back for the fire to store with its next write.
 
 use crate::app::stream::{Segment, StreamPlan};
 use crate::app::tools::{ToolCtx, TurnKind};
@@ -23,6 +24,11 @@ pub struct TurnOutput {
     /// The reply already reached the platform as a streamed message (docs/design.md#streaming):
     /// the turn sends nothing more.
     pub streamed: bool,
+    /// A job run's final answer, not stored yet: the fire stores it in the write of its
+    /// delivery's ledger row or of its finish (docs/design.md#store-cost).
+    pub held: Option<Message>,
+    /// Messages the turn appended to the transcript.
+    pub appended: u64,
     /// A leased turn's final answer was stored by its settling write (see [`Leased`]).
     pub(in crate::app) settled: Option<Settled>,
 }
@@ -172,6 +178,11 @@ where
             let stored = match &leased {
                 Some(l) => app.settle_turn(l, &msg, (out.input_tokens, out.output_tokens), seg.is_none()).await?.map(Some),
                 None if stop().await => None,
+                // A job run's answer is held: the fire stores it with its ledger row or finish.
+                None if spec.kind == TurnKind::Job => {
+                    out.held = Some(msg);
+                    Some(None)
+                }
                 None => {
                     append(app, &spec, std::slice::from_ref(&msg)).await?;
                     Some(None)
@@ -183,7 +194,9 @@ where
                 return Ok(out);
             };
             out.settled = settled;
-            crate::app::crash::crash_point("turn:answer_stored");
+            if out.held.is_none() {
+                crate::app::crash::crash_point("turn:answer_stored");
+            }
             if let Some(s) = seg {
                 s.finish(Some(&resp.content)).await;
                 out.streamed = true;
@@ -209,6 +222,7 @@ where
             step.push(t);
         }
         append(app, &spec, &step).await?;
+        out.appended += step.len() as u64;
         prompt.extend(step);
         if stop().await {
             out.interrupted = true;
@@ -218,6 +232,7 @@ where
     out.reply = format!("I stopped after {max_iter} tool rounds without reaching a final answer. Please narrow the request.");
     let note = Message::text(Role::Assistant, out.reply.clone(), app.inner.clock.now());
     append(app, &spec, &[note]).await?;
+    out.appended += 1;
     Ok(out)
 }
 

@@ -1,7 +1,10 @@
 //! Job delivery (docs/design.md#delivery): resolving `deliver` targets, and sending through the ledger
 //! keyed by `(occurrence, target)` and by each part of a long message, so nothing is sent twice.
+//! A target's row is written before its send (with the run's answer, for the first one); its
+//! final status rides on the run's finishing write (`fire_run`).
 
 use crate::app::App;
+use crate::app::fire_run::Tail;
 use crate::core::job::{DeliveryResult, Job, Occurrence};
 use crate::ports::{DeliveryError, Target};
 
@@ -61,8 +64,11 @@ impl App {
     }
 
     /// Delivers `text` for an occurrence to every target once (ledger), with the delivery
-    /// port's retries. Returns one result per target.
-    pub(in crate::app) async fn deliver_job_output(&self, job: &Job, occ: &Occurrence, text: &str) -> Vec<DeliveryResult> {
+    /// port's retries. Returns one result per target. The first target's ledger row is
+    /// written together with the run's held answer (`tail.append`, stored before anything is
+    /// sent); each target's final status is left in `tail.ledger` for the run's finishing
+    /// write (docs/design.md#store-cost).
+    pub(in crate::app) async fn deliver_job_output(&self, job: &Job, occ: &Occurrence, text: &str, tail: &mut Tail) -> Vec<DeliveryResult> {
         let mut results = Vec::new();
         for (label, r) in self.resolve_targets(job) {
             let res = |status: &str, error: Option<String>| DeliveryResult { target: label.clone(), status: status.into(), error };
@@ -78,13 +84,16 @@ impl App {
                 Resolved::Chat(t) => t,
             };
             let key = format!("{}:{}:{}", target.platform, target.chat_id, target.thread_id.as_deref().unwrap_or(""));
-            match self.inner.store.ledger_begin(occ, &key, self.inner.clock.now()).await {
+            let answer = tail.append.take();
+            match self.inner.store.fire_deliver(occ, &key, self.inner.clock.now(), answer.as_ref()).await {
                 Ok(true) => {}
                 Ok(false) => {
                     results.push(res("skipped", Some("already delivered for this occurrence".into())));
                     continue;
                 }
                 Err(e) => {
+                    // Nothing was written: the answer waits for the next write.
+                    tail.append = answer;
                     results.push(res("failed", Some(format!("ledger: {e}"))));
                     continue;
                 }
@@ -92,11 +101,7 @@ impl App {
             crate::app::crash::crash_point("delivery:ledger_begun");
             let sent = self.send_parts(occ, &key, &target, text).await;
             crate::app::crash::crash_point("delivery:sent");
-            let status = if sent.is_ok() { "sent" } else { "failed" };
-            if let Err(e) = self.inner.store.ledger_finish(occ, &key, status, self.inner.clock.now()).await {
-                tracing::warn!(job_id = %job.id, error = %e, "could not update the delivery ledger");
-            }
-            crate::app::crash::crash_point("delivery:recorded");
+            tail.ledger.push((key, if sent.is_ok() { "sent" } else { "failed" }.to_string()));
             match sent {
                 Ok(()) => results.push(res("sent", None)),
                 Err(e) => {

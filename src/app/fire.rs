@@ -1,15 +1,13 @@
 //! The one fire path (docs/design.md#fire-path), shared by the ticker, Chronos, EventBridge and
-//! manual runs: verify (done by the caller) → claim the occurrence and advance the job in one
-//! conditional write → arm the next timer → run → deliver → record.
+//! manual runs: verify (done by the caller) → claim the occurrence, advance the job and store
+//! the run's prompt in one conditional write → arm the next timer → run → deliver → record
+//! (the run half is `fire_run`).
 
-use crate::app::agent::{self, TurnSpec};
 use crate::app::cas::{again, retry_cas};
-use crate::app::tools::TurnKind;
+use crate::app::fire_run::RunStart;
 use crate::app::turns::TURN_BUDGET_SECS;
 use crate::app::{App, AppError};
-use crate::core::ids::SessionId;
 use crate::core::job::{Decision, Job, JobState, Occurrence, RunOutcome, RunRecord, RunStatus, decide};
-use crate::core::session::{Message, Role};
 use crate::ports::Claim;
 use chrono::{DateTime, Duration, Utc};
 
@@ -69,11 +67,12 @@ pub fn is_silent(answer: &str) -> bool {
     t == "[SILENT]" || first == Some("[SILENT]") || last == Some("[SILENT]")
 }
 
-/// An occurrence this process claimed, with what the claim decided.
+/// An occurrence this process claimed, with what the claim decided and, for a run, the
+/// session and prompt the claim stored.
 struct Claimed {
     job: Job,
     occ: Occurrence,
-    decision: Decision,
+    start: Option<RunStart>,
 }
 
 /// One claim attempt's result: an answer already (gone, duplicate, stale), or the claim.
@@ -87,7 +86,7 @@ impl App {
     #[tracing::instrument(skip(self), fields(occurrence))]
     pub(in crate::app) async fn fire(&self, job_id: &str, fire_at: Option<DateTime<Utc>>, trigger: &str) -> Result<FireStatus, AppError> {
         let _running = self.inner.fires.enter();
-        let Claimed { job: claimed, occ, decision } = match retry_cas(|| self.claim_due(job_id, fire_at)).await? {
+        let Claimed { job: claimed, occ, start } = match retry_cas(|| self.claim_due(job_id, fire_at)).await? {
             Step::Done(status) => return Ok(status),
             Step::Claimed(c) => *c,
         };
@@ -95,12 +94,12 @@ impl App {
         // Arm the next timer before running, so a crash mid-run skips at most this one.
         self.rearm(&claimed).await;
         crate::app::crash::crash_point("fire:armed");
-        let run = match decision {
-            Decision::Missed => self.record_missed(&claimed, &occ, trigger).await,
-            _ => self.run_job(&claimed, &occ, trigger).await,
+        let (run, tail) = match start {
+            None => self.record_missed(&claimed, &occ, trigger).await,
+            Some(start) => self.run_job(&claimed, &occ, trigger, start).await,
         };
         crate::app::crash::crash_point("fire:ran");
-        let next = self.finalize(&claimed, &run).await?;
+        let next = self.finalize_with(&claimed, &run, tail).await?;
         crate::app::crash::crash_point("fire:finalized");
         // No reconcile here (docs/design.md#fire-path): the fired job's timer was armed once
         // above; the whole set is reconciled on job changes and by the ticker / watchdog.
@@ -139,9 +138,10 @@ impl App {
             _ => {}
         }
         let adv = job.advance(&decision, occ.fire_at, &self.inner.live.owner, now);
+        let start = matches!(decision, Decision::Run { .. }).then(|| self.run_start(&job, &occ, now));
         crate::app::crash::crash_point("fire:due");
-        match self.inner.store.claim_occurrence(&occ, &adv, now).await? {
-            Claim::Claimed(j) => Ok(Step::Claimed(Box::new(Claimed { job: *j, occ, decision }))),
+        match self.inner.store.fire_claim(&occ, &adv, now, start.as_ref().and_then(RunStart::append).as_ref()).await? {
+            Claim::Claimed(j) => Ok(Step::Claimed(Box::new(Claimed { job: *j, occ, start }))),
             Claim::Duplicate => {
                 self.advance_past_claimed(&job, &decision, &occ, now).await?;
                 Ok(Step::Done(FireStatus::Duplicate))
@@ -171,14 +171,15 @@ impl App {
     pub(in crate::app) async fn run_now(&self, job_id: &str) -> Result<FireStatus, AppError> {
         let _running = self.inner.fires.enter();
         let bump = std::sync::atomic::AtomicI64::new(0);
-        let (claimed, occ) = retry_cas(|| async {
+        let (claimed, occ, start) = retry_cas(|| async {
             let Some(job) = self.inner.store.get_job(job_id).await? else { return Err(AppError::NotFound(format!("no job `{job_id}`"))) };
             let now = self.inner.clock.now();
             let occ = Occurrence::manual(&job.id, now + Duration::seconds(bump.load(std::sync::atomic::Ordering::Relaxed)));
             let mut adv = job.clone();
             adv.last_run_at = Some(now);
-            match self.inner.store.claim_occurrence(&occ, &adv, now).await? {
-                Claim::Claimed(j) => Ok((*j, occ)),
+            let start = self.run_start(&job, &occ, now);
+            match self.inner.store.fire_claim(&occ, &adv, now, start.append().as_ref()).await? {
+                Claim::Claimed(j) => Ok((*j, occ, start)),
                 Claim::Duplicate => {
                     bump.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     again()
@@ -186,157 +187,9 @@ impl App {
             }
         })
         .await?;
-        let run = self.run_job(&claimed, &occ, "manual").await;
-        let next = self.finalize(&claimed, &run).await?;
+        let (run, tail) = self.run_job(&claimed, &occ, "manual", start).await;
+        let next = self.finalize_with(&claimed, &run, tail).await?;
         Ok(FireStatus::Ran { run: Box::new(run), next })
-    }
-
-    async fn record_missed(&self, job: &Job, occ: &Occurrence, trigger: &str) -> RunRecord {
-        let now = self.inner.clock.now();
-        let text = format!("⏰ Scheduled job '{}' was missed: it was due at {} and did not run.", job.name, occ.fire_at.to_rfc3339());
-        let deliveries = self.deliver_job_output(job, occ, &text).await;
-        RunRecord {
-            run_id: run_id(occ, now),
-            job_id: job.id.clone(),
-            fire_at: occ.fire_at,
-            trigger: trigger.into(),
-            started_at: now,
-            finished_at: Some(now),
-            status: RunOutcome::Missed,
-            output: text,
-            error: job.last_error.clone(),
-            deliveries,
-            session_id: String::new(),
-        }
-    }
-
-    /// Builds the job prompt: skills' SKILL.md in order, then the job prompt.
-    fn job_prompt(&self, job: &Job) -> Result<String, String> {
-        let mut parts = Vec::new();
-        for s in &job.skills {
-            let path = self.inner.home.join("skills").join(s).join("SKILL.md");
-            let text = std::fs::read_to_string(&path).map_err(|e| format!("skill `{s}` could not be read from {}: {e}", path.display()))?;
-            parts.push(format!("# Skill: {s}\n\n{}", text.trim()));
-        }
-        parts.push(job.prompt.clone());
-        Ok(parts.join("\n\n---\n\n"))
-    }
-
-    /// The job's answer: its prompt (preamble, skills, prompt) stored as the run session's
-    /// first message, then one agent turn within the turn budget. Errors are one line each.
-    async fn job_answer(&self, job: &Job, session_id: &SessionId, started: DateTime<Utc>) -> Result<String, String> {
-        let prompt = self.job_prompt(job)?;
-        let msg = Message::text(Role::User, prompt, started);
-        self.inner.store.append_messages(session_id, std::slice::from_ref(&msg), None).await.map_err(|e| format!("store: {e}"))?;
-        let budget = crate::app::budget::turn_budget(std::time::Duration::from_secs(TURN_BUDGET_SECS as u64));
-        let spec = TurnSpec {
-            session_id,
-            notes: vec![PREAMBLE.to_string()],
-            kind: TurnKind::Job,
-            deadline: Some(tokio::time::Instant::now() + budget),
-            model: job.model.clone(),
-            system: self.system_prompt(),
-            origin: None,
-            fence: None,
-            stream: None,
-            // The session is new (one per claimed occurrence): it holds just this prompt.
-            transcript: Some(vec![msg]),
-        };
-        match tokio::time::timeout(budget, agent::run(self, spec, || async { false })).await {
-            Ok(Ok(out)) => {
-                let model_seconds = (self.inner.clock.now() - started).num_milliseconds() as f64 / 1000.0;
-                self.count_job_run(out.input_tokens, out.output_tokens, model_seconds);
-                if out.reply.trim().is_empty() { Err("the model returned an empty answer".into()) } else { Ok(out.reply) }
-            }
-            Ok(Err(e)) => Err(e.to_string()),
-            Err(_) => Err(format!("timed out after {} s", budget.as_secs())),
-        }
-    }
-
-    /// Runs one occurrence as a fresh session and delivers the result.
-    async fn run_job(&self, job: &Job, occ: &Occurrence, trigger: &str) -> RunRecord {
-        let started = self.inner.clock.now();
-        let stamp = occ.fire_at.with_timezone(&self.inner.cfg.tz).format("%Y%m%d_%H%M%S");
-        let session_id = SessionId::named(format!("cron_{}_{stamp}", job.id));
-        let mut rec = RunRecord {
-            run_id: run_id(occ, started),
-            job_id: job.id.clone(),
-            fire_at: occ.fire_at,
-            trigger: trigger.into(),
-            started_at: started,
-            finished_at: None,
-            status: RunOutcome::Ok,
-            output: String::new(),
-            error: None,
-            deliveries: vec![],
-            session_id: session_id.to_string(),
-        };
-        let answer = self.job_answer(job, &session_id, started).await;
-        let text = match answer {
-            Ok(a) if is_silent(&a) => {
-                rec.output = a;
-                None
-            }
-            Ok(a) => {
-                rec.output = a.clone();
-                Some(if self.inner.cfg.settings.cron.wrap_response { format!("📋 Scheduled job: {}\n\n{a}", job.name) } else { a })
-            }
-            Err(e) => {
-                tracing::error!(job_id = %job.id, error = %e, "job run failed");
-                rec.status = RunOutcome::Error;
-                rec.error = Some(e.clone());
-                let line: String = e.lines().next().unwrap_or_default().chars().take(300).collect();
-                Some(format!("⚠️ Scheduled job '{}' failed: {line}", job.name))
-            }
-        };
-        if let Some(text) = text {
-            rec.deliveries = self.deliver_job_output(job, occ, &text).await;
-            if rec.status == RunOutcome::Ok && rec.deliveries.iter().any(|d| d.status == "failed") {
-                rec.status = RunOutcome::DeliveryFailed;
-            }
-        }
-        rec.finished_at = Some(self.inner.clock.now());
-        rec
-    }
-
-    /// Records the run on the job (status, state) and its claim; returns the next occurrence.
-    /// The job is written only while its running mark is still the one this run's claim set.
-    pub(in crate::app) async fn finalize(&self, claimed: &Job, run: &RunRecord) -> Result<Option<DateTime<Utc>>, AppError> {
-        let status = run.status.job_status();
-        let error = run.error.clone().or_else(|| run.deliveries.iter().find_map(|d| d.error.clone()));
-        let now = self.inner.clock.now();
-        // A scheduled fire's first attempt writes over the job as its claim stored it (no
-        // read); a conflict (someone wrote it meanwhile) re-reads. A manual run re-reads.
-        let first = std::sync::atomic::AtomicBool::new(claimed.running.is_some());
-        let written = retry_cas(|| async {
-            let read = if first.swap(false, std::sync::atomic::Ordering::Relaxed) {
-                Some(claimed.clone())
-            } else {
-                self.inner.store.get_job(&claimed.id).await?
-            };
-            let Some(mut j) = read else { return Ok(claimed.next_run_at) };
-            if !j.finish_claimed(claimed.running.as_ref(), status, error.clone(), now) {
-                tracing::warn!(job_id = %j.id, "the job no longer runs this occurrence (recovered or superseded); left as it is");
-                return Ok(j.next_run_at);
-            }
-            let j = self.inner.store.put_job(&j).await?;
-            // Armed after the claim already; arm again only if the schedule moved since.
-            if j.next_run_at != claimed.next_run_at || j.armed() != claimed.armed() {
-                self.rearm(&j).await;
-            }
-            Ok(j.next_run_at)
-        })
-        .await;
-        let next = match written {
-            Ok(next) => next,
-            Err(AppError::Contended) => {
-                tracing::warn!(job_id = %claimed.id, "could not record the run on the job (contended); its claim still records it");
-                claimed.next_run_at
-            }
-            Err(e) => return Err(e),
-        };
-        self.inner.store.finish_run(run, self.inner.cfg.settings.cron.output_retention).await?;
-        Ok(next)
     }
 
     /// Finds jobs left `running` by a process that died (or ran past its budget), records
@@ -395,7 +248,7 @@ impl App {
     }
 }
 
-fn run_id(occ: &Occurrence, now: DateTime<Utc>) -> String {
+pub(in crate::app) fn run_id(occ: &Occurrence, now: DateTime<Utc>) -> String {
     format!(
         "{}-{}-{:06x}",
         occ.job_id,

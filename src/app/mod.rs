@@ -18,6 +18,7 @@ mod context;
 pub mod crash;
 mod deliver;
 mod fire;
+mod fire_run;
 pub mod fire_token;
 pub mod import;
 mod inbound;

@@ -6,11 +6,13 @@
 //! - `store`: [`Store`], split by concern into [`SessionStore`], [`QueueStore`],
 //!   [`JobStore`], [`LedgerStore`] and [`MetaStore`]. Through `Arc<dyn Store>` every method
 //!   is callable without importing its concern; a concrete adapter needs the concern in scope;
+//!   `fire_store`: [`FireStore`], the fire path's folded writes, also part of [`Store`];
 //! - `llm`: [`Llm`], the model; `delivery`: [`Delivery`], outbound messages;
 //! - `timers`: [`Timers`], whoever wakes the process for a job's next occurrence;
 //! - `stt`: [`Transcriber`], speech to text for voice notes.
 
 mod delivery;
+mod fire_store;
 mod keys;
 mod llm;
 mod store;
@@ -18,6 +20,7 @@ mod stt;
 mod timers;
 
 pub use delivery::{Delivery, DeliveryError, StreamTarget, Target};
+pub use fire_store::{FireFinish, FireStore, RunAppend};
 pub use keys::JwksSource;
 pub use llm::{ChatRequest, ChatResponse, Llm, LlmError, TextSink, ToolSpec};
 pub use store::{

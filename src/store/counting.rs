@@ -8,8 +8,8 @@ use crate::core::job::{Job, Occurrence, RunRecord};
 use crate::core::search::SearchTerms;
 use crate::core::session::{Fence, Message, SessionEntry, SessionRecord};
 use crate::ports::{
-    Appended, Claim, InboundId, JobStore, LedgerStore, MetaStore, QueueStore, QueuedItem, SearchHit, SessionChange, SessionStore, Store,
-    StoreError,
+    Appended, Claim, FireFinish, FireStore, InboundId, JobStore, LedgerStore, MetaStore, QueueStore, QueuedItem, RunAppend, SearchHit,
+    SessionChange, SessionStore, Store, StoreError,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -178,6 +178,19 @@ impl LedgerStore for CountingStore {
     }
     async fn use_once(&self, k: &str, e: DateTime<Utc>, now: DateTime<Utc>) -> Result<bool, StoreError> {
         fwd!(self, use_once(k, e, now))
+    }
+}
+
+#[async_trait]
+impl FireStore for CountingStore {
+    async fn fire_claim(&self, o: &Occurrence, j: &Job, now: DateTime<Utc>, a: Option<&RunAppend>) -> Result<Claim, StoreError> {
+        fwd!(self, fire_claim(o, j, now, a))
+    }
+    async fn fire_deliver(&self, o: &Occurrence, t: &str, now: DateTime<Utc>, a: Option<&RunAppend>) -> Result<bool, StoreError> {
+        fwd!(self, fire_deliver(o, t, now, a))
+    }
+    async fn fire_finish(&self, f: &FireFinish) -> Result<Option<Job>, StoreError> {
+        fwd!(self, fire_finish(f))
     }
 }
 

@@ -5,11 +5,13 @@
 //!
 //! The checks live by concern, as the port is split: `sessions` (session entries, records,
 //! transcripts, wake candidates), `queue`, `fence` (writes fenced by a lease epoch), `jobs` (jobs, claims, runs, ledger, once keys),
-//! `search` (`session_search`) and, here, the meta round trip.
+//! `search` (`session_search`), `fire` (the fire path's folded writes) and, here, the meta
+//! round trip.
 
 #![allow(clippy::unwrap_used)]
 
 mod fence;
+mod fire;
 mod jobs;
 mod queue;
 mod search;
@@ -17,6 +19,7 @@ mod sessions;
 mod turn;
 
 pub(crate) use fence::fenced_writes;
+pub(crate) use fire::{fire_finish_retention, fire_writes};
 pub(crate) use jobs::{claim_race, claims_are_never_readmitted, jobs_cas_and_due_index, runs_ledger_and_once};
 pub(crate) use queue::{queue_empty_condition, queue_fifo_cap_and_dedupe};
 pub(crate) use search::search_messages;
@@ -54,7 +57,7 @@ macro_rules! conformance_tests {
                 entry_cas, session_records, transcript_order_and_dedupe, meta_round_trip, counters_add_up,
                 queue_fifo_cap_and_dedupe, queue_empty_condition, atomic_entry_changes, wake_candidates,
                 jobs_cas_and_due_index, claims_are_never_readmitted, runs_ledger_and_once, fenced_writes,
-                search_messages, turn_read_and_once);
+                search_messages, turn_read_and_once, fire_writes, fire_finish_retention);
             $crate::store::conformance::conformance_tests!(@two $fixture; cas_race, claim_race, stale_counter_hints);
         }
     };

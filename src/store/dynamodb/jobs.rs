@@ -35,7 +35,7 @@ fn job_item(j: &Job, shards: u32) -> Result<Item, StoreError> {
 const DUE: &str = "DUE";
 
 /// Adds `job` written as version `job.version + 1`, guarded by its current version.
-fn plan_job(st: &DynamoStore, tx: &mut Tx, job: &Job) -> Result<Job, StoreError> {
+pub(super) fn plan_job(st: &DynamoStore, tx: &mut Tx, job: &Job) -> Result<Job, StoreError> {
     let mut next = job.clone();
     next.version += 1;
     let cond = if job.version == 0 { Cond::absent() } else { Cond::new("#version = :v").val(":v", n(job.version)) };
@@ -43,7 +43,7 @@ fn plan_job(st: &DynamoStore, tx: &mut Tx, job: &Job) -> Result<Job, StoreError>
     Ok(next)
 }
 
-fn conflict(job: &Job) -> StoreError {
+pub(super) fn conflict(job: &Job) -> StoreError {
     StoreError::Conflict(format!("job {}", job.id))
 }
 
@@ -93,8 +93,19 @@ pub(super) async fn due(st: &DynamoStore, now: DateTime<Utc>, limit: usize) -> R
     items.iter().map(|it| doc(it, "job")).collect()
 }
 
-fn claim_key(occ: &Occurrence) -> Item {
+pub(super) fn claim_key(occ: &Occurrence) -> Item {
     key(occ_pk(occ), CLAIM_SK)
+}
+
+/// A new claim of `occ`, stamped `now`.
+pub(super) fn claim_item(occ: &Occurrence, now: DateTime<Utc>) -> Item {
+    let mut c = claim_key(occ);
+    c.insert("job_id".into(), s(&occ.job_id));
+    c.insert("fire_at".into(), n(occ.fire_at.timestamp()));
+    c.insert("status".into(), s("claimed"));
+    c.insert("claimed_at".into(), n(ms(now)));
+    c.insert(super::items::TTL.into(), occ_ttl(occ, now));
+    c
 }
 
 /// `JobStore::claim_occurrence`.
@@ -102,13 +113,7 @@ pub(super) async fn claim(st: &DynamoStore, occ: &Occurrence, job: &Job, now: Da
     st.check_shards().await?;
     for attempt in 0..ATTEMPTS {
         let mut tx = Tx::default();
-        let mut c = claim_key(occ);
-        c.insert("job_id".into(), s(&occ.job_id));
-        c.insert("fire_at".into(), n(occ.fire_at.timestamp()));
-        c.insert("status".into(), s("claimed"));
-        c.insert("claimed_at".into(), n(ms(now)));
-        c.insert(super::items::TTL.into(), occ_ttl(occ, now));
-        tx.put(&st.table, Part::Claim, c, Some(Cond::absent()))?;
+        tx.put(&st.table, Part::Claim, claim_item(occ, now), Some(Cond::absent()))?;
         let next = plan_job(st, &mut tx, job)?;
         match st.transact(tx).await? {
             Outcome::Done => return Ok(Claim::Claimed(Box::new(next))),
@@ -154,7 +159,13 @@ pub(super) async fn finish_run(st: &DynamoStore, run: &RunRecord, retention: usi
     let mut it = key(runs_pk(&run.job_id), super::items::run_sk(run.started_at, &run.run_id));
     it.insert("doc".into(), s(encode("run", run)?));
     st.client.put_item().table_name(&st.table).set_item(Some(it)).send().await.map_err(sdk("PutItem"))?;
-    let mut q = Query::prefix(runs_pk(&run.job_id), RUN_PREFIX).newest_first();
+    trim_runs(st, &run.job_id, retention).await
+}
+
+/// Deletes all but the newest `retention` runs of a job (a keys-only query, then a delete
+/// per run past it).
+pub(super) async fn trim_runs(st: &DynamoStore, job_id: &str, retention: usize) -> Result<(), StoreError> {
+    let mut q = Query::prefix(runs_pk(job_id), RUN_PREFIX).newest_first();
     q.keys_only = true;
     for old in st.query(q).await?.into_iter().skip(retention) {
         st.client.delete_item().table_name(&st.table).set_key(Some(old)).send().await.map_err(sdk("DeleteItem"))?;

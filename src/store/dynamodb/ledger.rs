@@ -22,13 +22,18 @@ async fn insert_marker(st: &DynamoStore, item: super::items::Item, cond: impl Fn
     Err(DynamoError::Contended(op).into())
 }
 
-/// `LedgerStore::ledger_begin`.
-pub(super) async fn ledger_begin(st: &DynamoStore, occ: &Occurrence, target: &str, now: DateTime<Utc>) -> Result<bool, StoreError> {
+/// A new ledger row of `(occ, target)`, `sending` since `now`.
+pub(super) fn ledger_item(occ: &Occurrence, target: &str, now: DateTime<Utc>) -> super::items::Item {
     let mut it = ledger_key(occ, target);
     it.insert("status".into(), s("sending"));
     it.insert("at".into(), n(ms(now)));
     it.insert(TTL.into(), occ_ttl(occ, now));
-    insert_marker(st, it, Cond::absent, "ledger_begin").await
+    it
+}
+
+/// `LedgerStore::ledger_begin`.
+pub(super) async fn ledger_begin(st: &DynamoStore, occ: &Occurrence, target: &str, now: DateTime<Utc>) -> Result<bool, StoreError> {
+    insert_marker(st, ledger_item(occ, target, now), Cond::absent, "ledger_begin").await
 }
 
 /// `LedgerStore::ledger_finish`: updates an existing row only, as in SQLite.

@@ -69,6 +69,7 @@
 //! - One item is at most 400 KB (DynamoDB's limit): a single transcript message, queue item
 //!   or entry document larger than that is refused by DynamoDB and nothing is written.
 
+mod fire;
 mod items;
 mod jobs;
 mod ledger;
@@ -336,6 +337,33 @@ impl JobStore for DynamoStore {
 
     async fn list_runs(&self, job_id: &str, limit: usize) -> Result<Vec<RunRecord>, StoreError> {
         jobs::list_runs(self, job_id, limit).await
+    }
+}
+
+#[async_trait]
+impl crate::ports::FireStore for DynamoStore {
+    async fn fire_claim(
+        &self,
+        occ: &Occurrence,
+        job: &Job,
+        now: DateTime<Utc>,
+        a: Option<&crate::ports::RunAppend>,
+    ) -> Result<Claim, StoreError> {
+        fire::fire_claim(self, occ, job, now, a).await
+    }
+
+    async fn fire_deliver(
+        &self,
+        occ: &Occurrence,
+        target: &str,
+        now: DateTime<Utc>,
+        a: Option<&crate::ports::RunAppend>,
+    ) -> Result<bool, StoreError> {
+        fire::fire_deliver(self, occ, target, now, a).await
+    }
+
+    async fn fire_finish(&self, fin: &crate::ports::FireFinish) -> Result<Option<Job>, StoreError> {
+        fire::fire_finish(self, fin).await
     }
 }
 

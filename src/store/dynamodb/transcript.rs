@@ -31,16 +31,26 @@ pub(super) async fn plan_append(st: &DynamoStore, tx: &mut Tx, id: &SessionId, m
     if msgs.is_empty() {
         return Ok(());
     }
+    // The process's hint saves the counter read; a stale one fails the condition and is dropped.
+    let pk = session_pk(id);
+    let cur: u64 = match st.seqs.get(&pk) {
+        Some(hint) => hint,
+        None => st.get(key(pk, SEQ_SK)).await?.and_then(|it| get_n(&it, "n")).unwrap_or(0),
+    };
+    plan_append_at(st, tx, id, msgs, cur)
+}
+
+/// [`plan_append`] with the counter's value known to the caller (`cur`, 0 for a new
+/// transcript): no read; a wrong `cur` fails the write on [`Part::Seq`].
+pub(super) fn plan_append_at(st: &DynamoStore, tx: &mut Tx, id: &SessionId, msgs: &[Message], cur: u64) -> Result<(), StoreError> {
+    if msgs.is_empty() {
+        return Ok(());
+    }
     let needed = tx.len() + 1 + msgs.len();
     if needed > MAX_ITEMS {
         return Err(DynamoError::TooManyItems(needed).into());
     }
     let pk = session_pk(id);
-    // The hint saves the counter read; a stale one fails the condition and is dropped.
-    let cur: u64 = match st.seqs.get(&pk) {
-        Some(hint) => hint,
-        None => st.get(key(pk.clone(), SEQ_SK)).await?.and_then(|it| get_n(&it, "n")).unwrap_or(0),
-    };
     let mut counter = key(pk.clone(), SEQ_SK);
     counter.insert("n".into(), n(cur + msgs.len() as u64));
     let cond = if cur == 0 { Cond::absent() } else { Cond::new("#n = :n").val(":n", n(cur)) };

@@ -5,7 +5,7 @@ use super::items::Item;
 use super::{DynamoError, DynamoStore, sdk};
 use crate::ports::StoreError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, Delete, Put, TransactWriteItem};
+use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, Delete, Put, TransactWriteItem, Update};
 use std::collections::HashMap;
 
 /// DynamoDB's limit of items per transaction.
@@ -43,6 +43,8 @@ pub(super) enum Part {
     Fence,
     /// The key's FIFO must be empty (a check on its head, no write).
     QueueEmpty,
+    /// A run record or a ledger row's status (no condition).
+    Run,
 }
 
 /// A condition: text plus values; `#name` placeholders are bound to attribute `name`.
@@ -145,6 +147,22 @@ impl Tx {
             .set_expression_attribute_names(Some(cond.names()))
             .set_expression_attribute_values((!cond.values.is_empty()).then(|| values(cond.values)));
         self.items.push((part, TransactWriteItem::builder().condition_check(b.build().map_err(build_err)?).build()));
+        Ok(())
+    }
+
+    /// Adds an update of the item at `key` by the expression `set` (with its values),
+    /// guarded by `cond` (whose values must not reuse `set`'s names).
+    pub fn update(&mut self, table: &str, part: Part, key: Item, set: Cond, cond: Option<Cond>) -> Result<(), StoreError> {
+        let mut names = set.names();
+        let mut vals = set.values;
+        let mut b = Update::builder().table_name(table).set_key(Some(key)).update_expression(set.text);
+        if let Some(c) = cond {
+            names.extend(c.names());
+            vals.extend(c.values);
+            b = b.condition_expression(c.text);
+        }
+        b = b.set_expression_attribute_names(Some(names)).set_expression_attribute_values((!vals.is_empty()).then(|| values(vals)));
+        self.items.push((part, TransactWriteItem::builder().update(b.build().map_err(build_err)?).build()));
         Ok(())
     }
 

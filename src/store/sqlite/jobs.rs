@@ -17,7 +17,7 @@ fn due_at(j: &Job) -> Option<i64> {
 }
 
 /// Writes `job` under its stored id `sid` (the profile's key, `crate::store::scope`).
-fn write_job(tx: &Transaction<'_>, job: &Job, sid: &str) -> Result<Job, StoreError> {
+pub(super) fn write_job(tx: &Transaction<'_>, job: &Job, sid: &str) -> Result<Job, StoreError> {
     let cur: Option<u64> = tx.query_row("SELECT version FROM jobs WHERE id = ?1", [sid], |r| r.get(0)).optional().map_err(backend)?;
     if cur.unwrap_or(0) != job.version {
         return Err(StoreError::Conflict(format!("job {}", job.id)));
@@ -64,6 +64,21 @@ fn delete(c: &Connection, id: &str) -> Result<bool, StoreError> {
 /// `occ.job_id` and `sid` are stored ids (the profile's keys).
 fn claim(c: &mut Connection, occ: &Occurrence, job: &Job, sid: &str, now: DateTime<Utc>) -> Result<Claim, StoreError> {
     let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
+    let claimed = claim_in(&tx, occ, job, sid, now)?;
+    if claimed.is_some() {
+        tx.commit().map_err(backend)?;
+    }
+    Ok(claimed.map_or(Claim::Duplicate, |j| Claim::Claimed(Box::new(j))))
+}
+
+/// Inside a write: inserts the claim if absent and writes the job; `None` if it was claimed.
+pub(super) fn claim_in(
+    tx: &Transaction<'_>,
+    occ: &Occurrence,
+    job: &Job,
+    sid: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<Job>, StoreError> {
     let n = tx
         .execute(
             "INSERT OR IGNORE INTO claims (job_id, fire_at, status, claimed_at) VALUES (?1, ?2, 'claimed', ?3)",
@@ -71,11 +86,9 @@ fn claim(c: &mut Connection, occ: &Occurrence, job: &Job, sid: &str, now: DateTi
         )
         .map_err(backend)?;
     if n == 0 {
-        return Ok(Claim::Duplicate);
+        return Ok(None);
     }
-    let j = write_job(&tx, job, sid)?;
-    tx.commit().map_err(backend)?;
-    Ok(Claim::Claimed(Box::new(j)))
+    write_job(tx, job, sid).map(Some)
 }
 
 fn claim_status(c: &Connection, occ: &Occurrence) -> Result<Option<String>, StoreError> {
@@ -88,6 +101,12 @@ fn claim_status(c: &Connection, occ: &Occurrence) -> Result<Option<String>, Stor
 /// `claim_id` is the stored job id of its claim (a manual run's own key space, scoped the same way).
 fn finish_run(c: &mut Connection, run: &RunRecord, sid: &str, claim_id: &str, retention: usize) -> Result<(), StoreError> {
     let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
+    finish_run_in(&tx, run, sid, claim_id, retention)?;
+    tx.commit().map_err(backend)
+}
+
+/// Inside a write: the claim's status, the run record, and the retention trim.
+pub(super) fn finish_run_in(tx: &Transaction<'_>, run: &RunRecord, sid: &str, claim_id: &str, retention: usize) -> Result<(), StoreError> {
     let occ = Occurrence { job_id: claim_id.to_string(), ..run.occurrence() };
     tx.execute(
         "UPDATE claims SET status = ?3 WHERE job_id = ?1 AND fire_at = ?2",
@@ -104,7 +123,7 @@ fn finish_run(c: &mut Connection, run: &RunRecord, sid: &str, claim_id: &str, re
         params![sid, retention as i64],
     )
     .map_err(backend)?;
-    tx.commit().map_err(backend)
+    Ok(())
 }
 
 fn list_runs(c: &Connection, job_id: &str, limit: usize) -> Result<Vec<RunRecord>, StoreError> {

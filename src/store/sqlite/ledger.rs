@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, TransactionBehavior, params};
 
-fn ledger_begin(c: &Connection, occ: &Occurrence, target: &str, now: DateTime<Utc>) -> Result<bool, StoreError> {
+pub(super) fn ledger_begin(c: &Connection, occ: &Occurrence, target: &str, now: DateTime<Utc>) -> Result<bool, StoreError> {
     c.execute(
         "INSERT OR IGNORE INTO deliveries (job_id, fire_at, target, status, at) VALUES (?1, ?2, ?3, 'sending', ?4)",
         params![occ.job_id, occ.fire_at.timestamp(), target, ms(now)],
@@ -19,7 +19,7 @@ fn ledger_begin(c: &Connection, occ: &Occurrence, target: &str, now: DateTime<Ut
     .map_err(backend)
 }
 
-fn ledger_finish(c: &Connection, occ: &Occurrence, target: &str, status: &str, now: DateTime<Utc>) -> Result<(), StoreError> {
+pub(super) fn ledger_finish(c: &Connection, occ: &Occurrence, target: &str, status: &str, now: DateTime<Utc>) -> Result<(), StoreError> {
     c.execute(
         "UPDATE deliveries SET status = ?4, at = ?5 WHERE job_id = ?1 AND fire_at = ?2 AND target = ?3",
         params![occ.job_id, occ.fire_at.timestamp(), target, status, ms(now)],

@@ -10,6 +10,7 @@
 //! keys) and `meta`; `schema` owns the tables and their migrations, `search` the FTS5
 //! query of `session_search`.
 
+mod fire;
 mod jobs;
 mod ledger;
 mod meta;

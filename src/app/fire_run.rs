@@ -1,0 +1,231 @@
+//! The run half of the fire path (docs/design.md#job-run): the run's fresh session and
+//! prompt (written with the claim), the agent turn, delivery, and the one finishing write
+//! (docs/design.md#store-cost) that records the ledger statuses, the answer when no delivery
+//! stored it, the run and the job's finish.
+
+use crate::app::agent::{self, TurnSpec};
+use crate::app::cas::retry_cas;
+use crate::app::fire::{PREAMBLE, is_silent, run_id};
+use crate::app::tools::TurnKind;
+use crate::app::turns::TURN_BUDGET_SECS;
+use crate::app::{App, AppError};
+use crate::core::ids::SessionId;
+use crate::core::job::{Job, Occurrence, RunOutcome, RunRecord};
+use crate::core::session::{Message, Role};
+use crate::ports::{FireFinish, RunAppend};
+use chrono::{DateTime, Utc};
+
+/// A job run's fresh session and its first message (the prompt), written with the claim.
+pub(in crate::app) struct RunStart {
+    /// `cron_<job_id>_<fire_at in the configured zone>`.
+    pub session_id: SessionId,
+    /// The prompt message, or why it could not be built (an unreadable skill).
+    pub prompt: Result<Message, String>,
+    /// When the run started (the claim's time).
+    pub started: DateTime<Utc>,
+}
+
+impl RunStart {
+    /// The prompt as the first message of the fresh session, if there is one.
+    pub fn append(&self) -> Option<RunAppend> {
+        let msg = self.prompt.as_ref().ok()?;
+        Some(RunAppend { session_id: self.session_id.clone(), after: 0, messages: vec![msg.clone()] })
+    }
+}
+
+/// Writes a run still owes, carried to its delivery's ledger write or to its finish.
+#[derive(Debug, Default)]
+pub(in crate::app) struct Tail {
+    /// Ledger rows to set, as `(target key, status)`.
+    pub ledger: Vec<(String, String)>,
+    /// The answer, until a write stores it.
+    pub append: Option<RunAppend>,
+}
+
+impl App {
+    /// The session and prompt of a run of `occ` starting `now`.
+    pub(in crate::app) fn run_start(&self, job: &Job, occ: &Occurrence, now: DateTime<Utc>) -> RunStart {
+        let stamp = occ.fire_at.with_timezone(&self.inner.cfg.tz).format("%Y%m%d_%H%M%S");
+        let session_id = SessionId::named(format!("cron_{}_{stamp}", job.id));
+        RunStart { session_id, prompt: self.job_prompt(job).map(|p| Message::text(Role::User, p, now)), started: now }
+    }
+
+    /// Builds the job prompt: skills' SKILL.md in order, then the job prompt.
+    fn job_prompt(&self, job: &Job) -> Result<String, String> {
+        let mut parts = Vec::new();
+        for s in &job.skills {
+            let path = self.inner.home.join("skills").join(s).join("SKILL.md");
+            let text = std::fs::read_to_string(&path).map_err(|e| format!("skill `{s}` could not be read from {}: {e}", path.display()))?;
+            parts.push(format!("# Skill: {s}\n\n{}", text.trim()));
+        }
+        parts.push(job.prompt.clone());
+        Ok(parts.join("\n\n---\n\n"))
+    }
+
+    pub(in crate::app) async fn record_missed(&self, job: &Job, occ: &Occurrence, trigger: &str) -> (RunRecord, Tail) {
+        let now = self.inner.clock.now();
+        let text = format!("⏰ Scheduled job '{}' was missed: it was due at {} and did not run.", job.name, occ.fire_at.to_rfc3339());
+        let mut tail = Tail::default();
+        let deliveries = self.deliver_job_output(job, occ, &text, &mut tail).await;
+        let run = RunRecord {
+            run_id: run_id(occ, now),
+            job_id: job.id.clone(),
+            fire_at: occ.fire_at,
+            trigger: trigger.into(),
+            started_at: now,
+            finished_at: Some(now),
+            status: RunOutcome::Missed,
+            output: text,
+            error: job.last_error.clone(),
+            deliveries,
+            session_id: String::new(),
+        };
+        (run, tail)
+    }
+
+    /// The job's answer: one agent turn over the stored prompt, within the turn budget.
+    /// The final answer is held in `tail` for the next write. Errors are one line each.
+    async fn job_answer(&self, job: &Job, start: &RunStart, prompt: Message, tail: &mut Tail) -> Result<String, String> {
+        let budget = crate::app::budget::turn_budget(std::time::Duration::from_secs(TURN_BUDGET_SECS as u64));
+        let spec = TurnSpec {
+            session_id: &start.session_id,
+            notes: vec![PREAMBLE.to_string()],
+            kind: TurnKind::Job,
+            deadline: Some(tokio::time::Instant::now() + budget),
+            model: job.model.clone(),
+            system: self.system_prompt(),
+            origin: None,
+            fence: None,
+            stream: None,
+            // The session is new (one per claimed occurrence): it holds just this prompt.
+            transcript: Some(vec![prompt]),
+        };
+        match tokio::time::timeout(budget, agent::run(self, spec, || async { false })).await {
+            Ok(Ok(out)) => {
+                let model_seconds = (self.inner.clock.now() - start.started).num_milliseconds() as f64 / 1000.0;
+                self.count_job_run(out.input_tokens, out.output_tokens, model_seconds);
+                let after = 1 + out.appended;
+                tail.append = out.held.map(|m| RunAppend { session_id: start.session_id.clone(), after, messages: vec![m] });
+                if out.reply.trim().is_empty() { Err("the model returned an empty answer".into()) } else { Ok(out.reply) }
+            }
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err(format!("timed out after {} s", budget.as_secs())),
+        }
+    }
+
+    /// Runs one occurrence in its fresh session (its prompt stored by the claim) and
+    /// delivers the result; returns the run and what it still has to write.
+    pub(in crate::app) async fn run_job(&self, job: &Job, occ: &Occurrence, trigger: &str, start: RunStart) -> (RunRecord, Tail) {
+        let mut rec = RunRecord {
+            run_id: run_id(occ, start.started),
+            job_id: job.id.clone(),
+            fire_at: occ.fire_at,
+            trigger: trigger.into(),
+            started_at: start.started,
+            finished_at: None,
+            status: RunOutcome::Ok,
+            output: String::new(),
+            error: None,
+            deliveries: vec![],
+            session_id: start.session_id.to_string(),
+        };
+        let mut tail = Tail::default();
+        let answer = match &start.prompt {
+            Ok(prompt) => self.job_answer(job, &start, prompt.clone(), &mut tail).await,
+            Err(e) => Err(e.clone()),
+        };
+        let text = match answer {
+            Ok(a) if is_silent(&a) => {
+                rec.output = a;
+                None
+            }
+            Ok(a) => {
+                rec.output = a.clone();
+                Some(if self.inner.cfg.settings.cron.wrap_response { format!("📋 Scheduled job: {}\n\n{a}", job.name) } else { a })
+            }
+            Err(e) => {
+                tracing::error!(job_id = %job.id, error = %e, "job run failed");
+                rec.status = RunOutcome::Error;
+                rec.error = Some(e.clone());
+                let line: String = e.lines().next().unwrap_or_default().chars().take(300).collect();
+                Some(format!("⚠️ Scheduled job '{}' failed: {line}", job.name))
+            }
+        };
+        if let Some(text) = text {
+            rec.deliveries = self.deliver_job_output(job, occ, &text, &mut tail).await;
+            if rec.status == RunOutcome::Ok && rec.deliveries.iter().any(|d| d.status == "failed") {
+                rec.status = RunOutcome::DeliveryFailed;
+            }
+        }
+        rec.finished_at = Some(self.inner.clock.now());
+        (rec, tail)
+    }
+
+    /// Records a run with nothing left to write (see [`App::finalize_with`]).
+    #[cfg(test)]
+    pub(in crate::app) async fn finalize(&self, claimed: &Job, run: &RunRecord) -> Result<Option<DateTime<Utc>>, AppError> {
+        self.finalize_with(claimed, run, Tail::default()).await
+    }
+
+    /// The run's one finishing write: its ledger statuses and held answer (`tail`), the
+    /// claim's status and the run record, and the job's status and state, the job written
+    /// only while its running mark is still the one this run's claim set. Returns the next
+    /// occurrence. A scheduled fire's first attempt writes over the job as its claim stored
+    /// it (no read); a conflict (someone wrote it meanwhile) re-reads. A manual run re-reads.
+    pub(in crate::app) async fn finalize_with(
+        &self,
+        claimed: &Job,
+        run: &RunRecord,
+        tail: Tail,
+    ) -> Result<Option<DateTime<Utc>>, AppError> {
+        let status = run.status.job_status();
+        let error = run.error.clone().or_else(|| run.deliveries.iter().find_map(|d| d.error.clone()));
+        let now = self.inner.clock.now();
+        let finish = |job: Option<Job>| FireFinish {
+            run: run.clone(),
+            retention: self.inner.cfg.settings.cron.output_retention,
+            job,
+            ledger: tail.ledger.clone(),
+            append: tail.append.clone(),
+            runs_hint: claimed.running.is_some().then_some(claimed.repeat.completed),
+        };
+        let first = std::sync::atomic::AtomicBool::new(claimed.running.is_some());
+        let written = retry_cas(|| async {
+            let read = if first.swap(false, std::sync::atomic::Ordering::Relaxed) {
+                Some(claimed.clone())
+            } else {
+                self.inner.store.get_job(&claimed.id).await?
+            };
+            let mut next = read.as_ref().map_or(claimed.next_run_at, |j| j.next_run_at);
+            let job = read.and_then(|mut j| {
+                let owned = j.finish_claimed(claimed.running.as_ref(), status, error.clone(), now);
+                if !owned {
+                    tracing::warn!(job_id = %j.id, "the job no longer runs this occurrence (recovered or superseded); left as it is");
+                }
+                owned.then_some(j)
+            });
+            if let Some(j) = self.inner.store.fire_finish(&finish(job)).await? {
+                // Armed after the claim already; arm again only if the schedule moved since.
+                if j.next_run_at != claimed.next_run_at || j.armed() != claimed.armed() {
+                    self.rearm(&j).await;
+                }
+                next = j.next_run_at;
+            }
+            Ok(next)
+        })
+        .await;
+        let next = match written {
+            Ok(next) => next,
+            Err(AppError::Contended) => {
+                tracing::warn!(job_id = %claimed.id, "could not record the run on the job (contended); its claim still records it");
+                self.inner.store.fire_finish(&finish(None)).await?;
+                claimed.next_run_at
+            }
+            Err(e) => return Err(e),
+        };
+        for _ in &tail.ledger {
+            crate::app::crash::crash_point("delivery:recorded");
+        }
+        Ok(next)
+    }
+}
