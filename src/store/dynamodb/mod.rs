@@ -39,6 +39,11 @@
 //! name. Listings query every shard and merge (docs/design.md#shards). The table item
 //! `TABLE`/`SHARDS` records the shard count (`n`) the table was written with.
 //!
+//! Profiles (docs/design.md#profiles): a handle [`DynamoStore::scoped`] to a named profile
+//! puts `@<profile>/` in front of every `pk` above and every index partition (`KS#…` and the
+//! bases before their shard suffix); `main`'s keys are exactly the ones above. Only the
+//! shard record is shared by all profiles.
+//!
 //! Jobs live in the fixed partition `JOBS`, so `list_jobs` is one query in id order.
 //! TTL (`ttl`) removes once keys after they expire and claims and ledger rows 90 days after
 //! their occurrence.
@@ -80,6 +85,8 @@ mod table;
 mod transcript;
 mod tx;
 
+#[cfg(test)]
+mod profile_tests;
 #[cfg(test)]
 mod shard_tests;
 #[cfg(test)]
@@ -170,6 +177,8 @@ pub struct DynamoStore {
     shards: u32,
     /// Set once the table's recorded shard count was found equal to `shards`.
     shards_checked: std::sync::Arc<tokio::sync::OnceCell<()>>,
+    /// The profile's key space (docs/design.md#profiles); `main` by default.
+    keys: items::Keys,
 }
 
 impl DynamoStore {
@@ -197,6 +206,7 @@ impl DynamoStore {
             page_size: None,
             shards: crate::store::shard::DEFAULT_SHARDS,
             shards_checked: std::sync::Arc::default(),
+            keys: items::Keys::default(),
         })
     }
 
@@ -209,6 +219,14 @@ impl DynamoStore {
     pub fn with_shards(mut self, n: u32) -> Self {
         self.shards = n.clamp(1, crate::store::shard::MAX_SHARDS);
         self.shards_checked = std::sync::Arc::default();
+        self
+    }
+
+    /// This store seen as `profile`'s key space (docs/design.md#profiles): the same table and
+    /// client, every partition key and index partition of the profile prefixed with
+    /// `@<profile>/` (`main`'s unchanged), nothing of another profile visible.
+    pub fn scoped(mut self, profile: crate::core::profile::Profile) -> Self {
+        self.keys = items::Keys::new(profile);
         self
     }
 

@@ -87,6 +87,7 @@ pub(super) async fn handle(endpoint: &str, table: &str) -> DynamoStore {
         page_size: None,
         shards: crate::store::shard::DEFAULT_SHARDS,
         shards_checked: Arc::default(),
+        keys: super::items::Keys::default(),
     }
 }
 
