@@ -33,10 +33,6 @@ pub async fn open_store(home: &Path, cfg: &Loaded) -> Result<Arc<dyn Store>, Sta
             let s = SqliteStore::open(&path).map_err(|e| StartError::Store(format!("cannot open {}: {e}", path.display())))?;
             Ok(Arc::new(s.scoped(cfg.profile.clone())))
         }
-        StoreKind::Dynamodb if !cfg.profile.is_main() => Err(StartError::Store(format!(
-            "profile `{}`: profiles other than main need store.kind sqlite in this build (DynamoDB key spaces per profile: docs/design.md#profiles)",
-            cfg.profile
-        ))),
         #[cfg(feature = "aws")]
         StoreKind::Dynamodb => Ok(Arc::new(connect_dynamodb(cfg).await?)),
         #[cfg(not(feature = "aws"))]
@@ -51,7 +47,7 @@ async fn connect_dynamodb(cfg: &Loaded) -> Result<crate::store::dynamodb::Dynamo
     let endpoint = Some(st.endpoint.as_str()).filter(|e| !e.is_empty());
     crate::store::dynamodb::DynamoStore::connect(&st.dynamodb_table, endpoint)
         .await
-        .map(|s| s.with_shards(st.dynamodb_shards))
+        .map(|s| s.with_shards(st.dynamodb_shards).scoped(cfg.profile.clone()))
         .map_err(|e| StartError::Store(format!("cannot use DynamoDB table {}: {e}", st.dynamodb_table)))
 }
 

@@ -30,6 +30,15 @@ impl Scope {
         if self.profile.is_main() { raw.to_string() } else { format!("@{}/{raw}", self.profile) }
     }
 
+    /// The key a stored key ([`Scope::key`]) was made from, if it is this profile's.
+    pub fn strip<'a>(&self, stored: &'a str) -> Option<&'a str> {
+        if self.profile.is_main() {
+            (!stored.starts_with('@')).then_some(stored)
+        } else {
+            stored.strip_prefix('@')?.strip_prefix(self.profile.as_str())?.strip_prefix('/')
+        }
+    }
+
     /// GLOB pattern of the stored keys ([`Scope::key`]) of this profile.
     pub fn key_glob(&self) -> String {
         if self.profile.is_main() { "[^@]*".to_string() } else { format!("@{}/*", self.profile) }
@@ -56,6 +65,8 @@ mod tests {
         assert!(glob(&main.key("x"), &main.key_glob()) && !glob(&b.key("x"), &main.key_glob()));
         assert!(glob(&b.key("x"), &b.key_glob()) && !glob(&main.key("x"), &b.key_glob()));
         assert!(!glob("@bb/x", &b.key_glob()), "a profile whose name extends another's is apart");
+        assert_eq!((main.strip("memory"), main.strip("@b/memory")), (Some("memory"), None));
+        assert_eq!((b.strip("@b/memory"), b.strip("@bb/memory"), b.strip("memory")), (Some("memory"), None, None));
         assert!(glob("agent:b:api:dm:1", &b.session_glob()) && !glob("agent:bb:api:dm:1", &b.session_glob()));
     }
 }

@@ -6,7 +6,7 @@
 //! one run, one job, distinct ledger targets, new message numbers). The retention trim needs
 //! a query, so a scheduled run trims every [`TRIM_EVERY`]th run of its job only.
 
-use super::items::{key, ledger_key, ms, n, runs_pk, s};
+use super::items::{key, ms, n, s};
 use super::jobs::{claim_item, claim_key, claim_status, conflict, plan_job, trim_runs};
 use super::ledger::{ledger_finish, ledger_item};
 use super::transcript::{plan_append, plan_append_at};
@@ -48,7 +48,7 @@ pub(super) async fn fire_claim(
     let mut read = false;
     for attempt in 0..ATTEMPTS {
         let mut tx = Tx::default();
-        tx.put(&st.table, Part::Claim, claim_item(occ, now), Some(Cond::absent()))?;
+        tx.put(&st.table, Part::Claim, claim_item(st, occ, now), Some(Cond::absent()))?;
         let next = plan_job(st, &mut tx, job)?;
         plan_run_append(st, &mut tx, a, read).await?;
         match st.transact(tx).await? {
@@ -77,7 +77,7 @@ pub(super) async fn fire_deliver(
     for attempt in 0..ATTEMPTS {
         let mut tx = Tx::default();
         if marker {
-            tx.put(&st.table, Part::Marker, ledger_item(occ, target, now), Some(Cond::absent()))?;
+            tx.put(&st.table, Part::Marker, ledger_item(st, occ, target, now), Some(Cond::absent()))?;
         }
         plan_run_append(st, &mut tx, a, read).await?;
         match st.transact(tx).await? {
@@ -104,14 +104,14 @@ pub(super) async fn fire_finish(st: &DynamoStore, fin: &FireFinish) -> Result<Op
         if ledger {
             for (target, status) in &fin.ledger {
                 let set = Cond::new("SET #status = :s, #at = :a").val(":s", s(status)).val(":a", n(ms(at)));
-                tx.update(&st.table, Part::Marker, ledger_key(&occ, target), set, Some(Cond::new("attribute_exists(#pk)")))?;
+                tx.update(&st.table, Part::Marker, st.keys.ledger_key(&occ, target), set, Some(Cond::new("attribute_exists(#pk)")))?;
             }
         }
         if claim {
             let set = Cond::new("SET #status = :s").val(":s", s(fin.run.status.as_str()));
-            tx.update(&st.table, Part::Claim, claim_key(&occ), set, Some(Cond::new("attribute_exists(#pk)")))?;
+            tx.update(&st.table, Part::Claim, claim_key(st, &occ), set, Some(Cond::new("attribute_exists(#pk)")))?;
         }
-        let mut run = key(runs_pk(&fin.run.job_id), super::items::run_sk(fin.run.started_at, &fin.run.run_id));
+        let mut run = key(st.keys.runs_pk(&fin.run.job_id), super::items::run_sk(fin.run.started_at, &fin.run.run_id));
         run.insert("doc".into(), s(encode("run", &fin.run)?));
         tx.put(&st.table, Part::Run, run, None)?;
         let written = fin.job.as_ref().map(|j| plan_job(st, &mut tx, j)).transpose()?;

@@ -1,9 +1,11 @@
 //! Item codec: attribute-value helpers and the key of every item type (the layout table in
-//! the module docs of [`super`]).
+//! the module docs of [`super`]), in one handle's key space ([`Keys`]).
 
 use crate::core::ids::{SessionId, SessionKey};
 use crate::core::job::Occurrence;
+use crate::core::profile::Profile;
 use crate::ports::{InboundId, StoreError};
+use crate::store::scope::Scope;
 use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
@@ -79,21 +81,107 @@ pub(super) const QITEM_PREFIX: &str = "Q#";
 pub(super) const RECORD_SK: &str = "RECORD";
 pub(super) const SEQ_SK: &str = "SEQ";
 pub(super) const MSG_PREFIX: &str = "MSG#";
-pub(super) const JOBS_PK: &str = "JOBS";
+const JOBS_PK: &str = "JOBS";
 pub(super) const JOB_PREFIX: &str = "JOB#";
 pub(super) const CLAIM_SK: &str = "CLAIM";
 pub(super) const RUN_PREFIX: &str = "RUN#";
 const KEY_PREFIX: &str = "KEY#";
 
-/// Partition of a session key (entry, queue head, queue items).
-pub(super) fn key_pk(k: &SessionKey) -> String {
-    format!("{KEY_PREFIX}{}", k.as_str())
+/// One handle's key space (docs/design.md#profiles): every partition key and index base
+/// is built here and goes through [`Keys::pk`], the one place that applies the profile's
+/// [`Scope`] (`@<profile>/` in front for a named profile; `main`'s keys are the layout of
+/// tables written before profiles, byte for byte). Partitions are matched exactly and sort
+/// keys only within a partition, so nothing of another profile can be read or listed. The
+/// shard record (`shards.rs`) is the one item outside every key space.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Keys {
+    scope: Scope,
 }
 
-/// The session key of a [`key_pk`] partition.
-pub(super) fn key_of_pk(pk: &str) -> Result<SessionKey, StoreError> {
-    let raw = pk.strip_prefix(KEY_PREFIX).unwrap_or(pk);
-    SessionKey::parse(raw).map_err(|e| StoreError::Corrupt { what: pk.to_string(), reason: e.to_string() })
+impl Keys {
+    /// The key space of `profile`.
+    pub fn new(profile: Profile) -> Self {
+        Self { scope: Scope::new(profile) }
+    }
+
+    /// The profile.
+    pub fn profile(&self) -> &Profile {
+        self.scope.profile()
+    }
+
+    /// The stored partition key of `raw`: the one place the scope is applied.
+    fn pk(&self, raw: &str) -> String {
+        self.scope.key(raw)
+    }
+
+    /// The base of an index partition (`ENTRIES`, `SESSIONS`, `DUE`, `WAKE`), before its
+    /// shard suffix.
+    pub fn base(&self, base: &str) -> String {
+        self.pk(base)
+    }
+
+    /// Partition of a session key (entry, queue head, queue items).
+    pub fn key_pk(&self, k: &SessionKey) -> String {
+        self.pk(&format!("{KEY_PREFIX}{}", k.as_str()))
+    }
+
+    /// The session key of a [`Keys::key_pk`] partition.
+    pub fn key_of_pk(&self, pk: &str) -> Result<SessionKey, StoreError> {
+        let corrupt = |reason: String| StoreError::Corrupt { what: pk.to_string(), reason };
+        let raw = self.scope.strip(pk).ok_or_else(|| corrupt(format!("not in profile {}", self.profile())))?;
+        let raw = raw.strip_prefix(KEY_PREFIX).unwrap_or(raw);
+        SessionKey::parse(raw).map_err(|e| corrupt(e.to_string()))
+    }
+
+    /// `gsi_key`'s partition of a session key (its session records).
+    pub fn key_sessions_pk(&self, k: &SessionKey) -> String {
+        self.pk(&format!("KS#{}", k.as_str()))
+    }
+
+    /// Partition of a conversation (record, counter, messages).
+    pub fn session_pk(&self, id: &SessionId) -> String {
+        self.pk(&format!("SESSION#{}", id.as_str()))
+    }
+
+    /// Key of an inbound-seen marker.
+    pub fn inbound_key(&self, d: &InboundId) -> Item {
+        key(self.pk(&format!("INBOUND#{}#{}#{}", esc(&d.platform), esc(&d.chat_id), esc(&d.message_id))), "SEEN")
+    }
+
+    /// The partition of every job.
+    pub fn jobs_pk(&self) -> String {
+        self.pk(JOBS_PK)
+    }
+
+    /// Key of a job.
+    pub fn job_key(&self, id: &str) -> Item {
+        key(self.jobs_pk(), format!("{JOB_PREFIX}{id}"))
+    }
+
+    /// Partition of an occurrence (claim and ledger rows).
+    pub fn occ_pk(&self, o: &Occurrence) -> String {
+        self.pk(&format!("OCC#{}#{}", esc(&o.job_id), o.fire_at.timestamp()))
+    }
+
+    /// Partition of a job's runs.
+    pub fn runs_pk(&self, job_id: &str) -> String {
+        self.pk(&format!("RUNS#{}", esc(job_id)))
+    }
+
+    /// Key of a once key.
+    pub fn once_key(&self, k: &str) -> Item {
+        key(self.pk(&format!("ONCE#{k}")), "ONCE")
+    }
+
+    /// Key of a meta record (also the usage counters, `counts:<key>`).
+    pub fn meta_key(&self, k: &str) -> Item {
+        key(self.pk(&format!("META#{k}")), "META")
+    }
+
+    /// Key of a delivery ledger row.
+    pub fn ledger_key(&self, o: &Occurrence, target: &str) -> Item {
+        key(self.occ_pk(o), format!("DELIVERY#{target}"))
+    }
 }
 
 /// Sort key of queue item `seq`.
@@ -101,55 +189,15 @@ pub(super) fn qitem_sk(seq: u64) -> String {
     format!("{QITEM_PREFIX}{seq:012}")
 }
 
-/// Partition of a conversation (record, counter, messages).
-pub(super) fn session_pk(id: &SessionId) -> String {
-    format!("SESSION#{}", id.as_str())
-}
-
 /// Sort key of transcript message `seq`.
 pub(super) fn msg_sk(seq: u64) -> String {
     format!("{MSG_PREFIX}{seq:012}")
-}
-
-/// Key of an inbound-seen marker.
-pub(super) fn inbound_key(d: &InboundId) -> Item {
-    key(format!("INBOUND#{}#{}#{}", esc(&d.platform), esc(&d.chat_id), esc(&d.message_id)), "SEEN")
-}
-
-/// Key of a job.
-pub(super) fn job_key(id: &str) -> Item {
-    key(JOBS_PK.to_string(), format!("{JOB_PREFIX}{id}"))
-}
-
-/// Partition of an occurrence (claim and ledger rows).
-pub(super) fn occ_pk(o: &Occurrence) -> String {
-    format!("OCC#{}#{}", esc(&o.job_id), o.fire_at.timestamp())
-}
-
-/// Partition of a job's runs.
-pub(super) fn runs_pk(job_id: &str) -> String {
-    format!("RUNS#{}", esc(job_id))
 }
 
 /// Sort key of a run: newest last in key order, so a descending query is newest first
 /// (ties broken by run id, as SQLite does).
 pub(super) fn run_sk(started_at: DateTime<Utc>, run_id: &str) -> String {
     format!("{RUN_PREFIX}{:015}#{run_id}", ms(started_at).max(0))
-}
-
-/// Key of a once key.
-pub(super) fn once_key(k: &str) -> Item {
-    key(format!("ONCE#{k}"), "ONCE")
-}
-
-/// Key of a meta record.
-pub(super) fn meta_key(k: &str) -> Item {
-    key(format!("META#{k}"), "META")
-}
-
-/// Key of a delivery ledger row.
-pub(super) fn ledger_key(o: &Occurrence, target: &str) -> Item {
-    key(occ_pk(o), format!("DELIVERY#{target}"))
 }
 
 /// The `ttl` of claims and ledger rows of an occurrence.
@@ -165,7 +213,8 @@ mod tests {
     fn keys_are_unambiguous_and_ordered() {
         let a = InboundId { platform: "x".into(), chat_id: "a#b".into(), message_id: "c".into() };
         let b = InboundId { platform: "x".into(), chat_id: "a".into(), message_id: "b#c".into() };
-        assert_ne!(inbound_key(&a), inbound_key(&b));
+        let k = Keys::default();
+        assert_ne!(k.inbound_key(&a), k.inbound_key(&b));
         assert!(msg_sk(9) < msg_sk(10) && qitem_sk(99) < qitem_sk(100));
         let t = |s| DateTime::from_timestamp(s, 0).unwrap_or_default();
         assert!(run_sk(t(5), "z") < run_sk(t(6), "a"));

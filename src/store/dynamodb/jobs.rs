@@ -1,9 +1,8 @@
 //! Jobs, claims and runs. `claim` is the at-most-once primitive: the claim's
 //! `attribute_not_exists` insert and the job's version check in one transaction.
 
-use super::items::{CLAIM_SK, Item, JOB_PREFIX, JOBS_PK, RUN_PREFIX, doc, get_s, job_key, key, ms, n, occ_pk, occ_ttl, runs_pk, s};
+use super::items::{CLAIM_SK, Item, JOB_PREFIX, RUN_PREFIX, doc, get_s, key, ms, n, occ_ttl, s};
 use super::query::Query;
-use super::shards::index_value;
 use super::table::GSI_DUE;
 use super::tx::{ATTEMPTS, Cond, Outcome, Part, Tx, backoff};
 use super::{DynamoStore, sdk};
@@ -20,12 +19,12 @@ fn due_at(j: &Job) -> Option<i64> {
     (j.enabled && matches!(j.state, JobState::Scheduled | JobState::Running)).then_some(j.next_run_at.map(ms)).flatten()
 }
 
-fn job_item(j: &Job, shards: u32) -> Result<Item, StoreError> {
-    let mut it = job_key(&j.id);
+fn job_item(st: &DynamoStore, j: &Job) -> Result<Item, StoreError> {
+    let mut it = st.keys.job_key(&j.id);
     it.insert("doc".into(), s(encode(&j.id, j)?));
     it.insert("version".into(), n(j.version));
     if let Some(t) = due_at(j) {
-        it.insert("due_pk".into(), index_value(DUE, &j.id, shards));
+        it.insert("due_pk".into(), st.index_value(DUE, &j.id));
         it.insert("due_at".into(), n(t));
     }
     Ok(it)
@@ -39,7 +38,7 @@ pub(super) fn plan_job(st: &DynamoStore, tx: &mut Tx, job: &Job) -> Result<Job, 
     let mut next = job.clone();
     next.version += 1;
     let cond = if job.version == 0 { Cond::absent() } else { Cond::new("#version = :v").val(":v", n(job.version)) };
-    tx.put(&st.table, Part::Job, job_item(&next, st.shards)?, Some(cond))?;
+    tx.put(&st.table, Part::Job, job_item(st, &next)?, Some(cond))?;
     Ok(next)
 }
 
@@ -64,12 +63,12 @@ pub(super) async fn put(st: &DynamoStore, job: &Job) -> Result<Job, StoreError> 
 
 /// `JobStore::get_job`.
 pub(super) async fn get(st: &DynamoStore, id: &str) -> Result<Option<Job>, StoreError> {
-    st.get(job_key(id)).await?.map(|it| doc(&it, id)).transpose()
+    st.get(st.keys.job_key(id)).await?.map(|it| doc(&it, id)).transpose()
 }
 
 /// `JobStore::list_jobs`: the fixed `JOBS` partition, in id order.
 pub(super) async fn list(st: &DynamoStore) -> Result<Vec<Job>, StoreError> {
-    let items = st.query(Query::prefix(JOBS_PK.to_string(), JOB_PREFIX)).await?;
+    let items = st.query(Query::prefix(st.keys.jobs_pk(), JOB_PREFIX)).await?;
     items.iter().map(|it| doc(it, "job")).collect()
 }
 
@@ -79,7 +78,7 @@ pub(super) async fn delete(st: &DynamoStore, id: &str) -> Result<bool, StoreErro
         .client
         .delete_item()
         .table_name(&st.table)
-        .set_key(Some(job_key(id)))
+        .set_key(Some(st.keys.job_key(id)))
         .return_values(ReturnValue::AllOld)
         .send()
         .await
@@ -93,13 +92,13 @@ pub(super) async fn due(st: &DynamoStore, now: DateTime<Utc>, limit: usize) -> R
     items.iter().map(|it| doc(it, "job")).collect()
 }
 
-pub(super) fn claim_key(occ: &Occurrence) -> Item {
-    key(occ_pk(occ), CLAIM_SK)
+pub(super) fn claim_key(st: &DynamoStore, occ: &Occurrence) -> Item {
+    key(st.keys.occ_pk(occ), CLAIM_SK)
 }
 
 /// A new claim of `occ`, stamped `now`.
-pub(super) fn claim_item(occ: &Occurrence, now: DateTime<Utc>) -> Item {
-    let mut c = claim_key(occ);
+pub(super) fn claim_item(st: &DynamoStore, occ: &Occurrence, now: DateTime<Utc>) -> Item {
+    let mut c = claim_key(st, occ);
     c.insert("job_id".into(), s(&occ.job_id));
     c.insert("fire_at".into(), n(occ.fire_at.timestamp()));
     c.insert("status".into(), s("claimed"));
@@ -113,7 +112,7 @@ pub(super) async fn claim(st: &DynamoStore, occ: &Occurrence, job: &Job, now: Da
     st.check_shards().await?;
     for attempt in 0..ATTEMPTS {
         let mut tx = Tx::default();
-        tx.put(&st.table, Part::Claim, claim_item(occ, now), Some(Cond::absent()))?;
+        tx.put(&st.table, Part::Claim, claim_item(st, occ, now), Some(Cond::absent()))?;
         let next = plan_job(st, &mut tx, job)?;
         match st.transact(tx).await? {
             Outcome::Done => return Ok(Claim::Claimed(Box::new(next))),
@@ -131,7 +130,7 @@ pub(super) async fn claim(st: &DynamoStore, occ: &Occurrence, job: &Job, now: Da
 
 /// `JobStore::claim_status`.
 pub(super) async fn claim_status(st: &DynamoStore, occ: &Occurrence) -> Result<Option<String>, StoreError> {
-    Ok(st.get(claim_key(occ)).await?.and_then(|it| get_s(&it, "status").map(str::to_string)))
+    Ok(st.get(claim_key(st, occ)).await?.and_then(|it| get_s(&it, "status").map(str::to_string)))
 }
 
 /// `JobStore::finish_run`: the claim's status (if claimed), the run, then the retention trim.
@@ -141,7 +140,7 @@ pub(super) async fn finish_run(st: &DynamoStore, run: &RunRecord, retention: usi
         .client
         .update_item()
         .table_name(&st.table)
-        .set_key(Some(claim_key(&occ)))
+        .set_key(Some(claim_key(st, &occ)))
         .update_expression("SET #status = :s")
         .condition_expression("attribute_exists(#pk)")
         .expression_attribute_names("#status", "status")
@@ -156,7 +155,7 @@ pub(super) async fn finish_run(st: &DynamoStore, run: &RunRecord, retention: usi
             other.map_err(sdk("UpdateItem"))?;
         }
     }
-    let mut it = key(runs_pk(&run.job_id), super::items::run_sk(run.started_at, &run.run_id));
+    let mut it = key(st.keys.runs_pk(&run.job_id), super::items::run_sk(run.started_at, &run.run_id));
     it.insert("doc".into(), s(encode("run", run)?));
     st.client.put_item().table_name(&st.table).set_item(Some(it)).send().await.map_err(sdk("PutItem"))?;
     trim_runs(st, &run.job_id, retention).await
@@ -165,7 +164,7 @@ pub(super) async fn finish_run(st: &DynamoStore, run: &RunRecord, retention: usi
 /// Deletes all but the newest `retention` runs of a job (a keys-only query, then a delete
 /// per run past it).
 pub(super) async fn trim_runs(st: &DynamoStore, job_id: &str, retention: usize) -> Result<(), StoreError> {
-    let mut q = Query::prefix(runs_pk(job_id), RUN_PREFIX).newest_first();
+    let mut q = Query::prefix(st.keys.runs_pk(job_id), RUN_PREFIX).newest_first();
     q.keys_only = true;
     for old in st.query(q).await?.into_iter().skip(retention) {
         st.client.delete_item().table_name(&st.table).set_key(Some(old)).send().await.map_err(sdk("DeleteItem"))?;
@@ -175,6 +174,6 @@ pub(super) async fn trim_runs(st: &DynamoStore, job_id: &str, retention: usize) 
 
 /// `JobStore::list_runs`: newest first.
 pub(super) async fn list_runs(st: &DynamoStore, job_id: &str, limit: usize) -> Result<Vec<RunRecord>, StoreError> {
-    let items = st.query(Query::prefix(runs_pk(job_id), RUN_PREFIX).newest_first().take(limit)).await?;
+    let items = st.query(Query::prefix(st.keys.runs_pk(job_id), RUN_PREFIX).newest_first().take(limit)).await?;
     items.iter().map(|it| doc(it, "run")).collect()
 }

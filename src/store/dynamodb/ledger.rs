@@ -1,6 +1,6 @@
 //! Small records: the delivery ledger, once keys (JWT `jti` replay) and meta records.
 
-use super::items::{TTL, get_s, ledger_key, meta_key, ms, n, occ_ttl, once_key, s};
+use super::items::{TTL, get_s, ms, n, occ_ttl, s};
 use super::tx::{ATTEMPTS, Cond, Outcome, Part, Tx, backoff};
 use super::{DynamoError, DynamoStore, sdk};
 use crate::core::job::Occurrence;
@@ -23,8 +23,8 @@ async fn insert_marker(st: &DynamoStore, item: super::items::Item, cond: impl Fn
 }
 
 /// A new ledger row of `(occ, target)`, `sending` since `now`.
-pub(super) fn ledger_item(occ: &Occurrence, target: &str, now: DateTime<Utc>) -> super::items::Item {
-    let mut it = ledger_key(occ, target);
+pub(super) fn ledger_item(st: &DynamoStore, occ: &Occurrence, target: &str, now: DateTime<Utc>) -> super::items::Item {
+    let mut it = st.keys.ledger_key(occ, target);
     it.insert("status".into(), s("sending"));
     it.insert("at".into(), n(ms(now)));
     it.insert(TTL.into(), occ_ttl(occ, now));
@@ -33,7 +33,7 @@ pub(super) fn ledger_item(occ: &Occurrence, target: &str, now: DateTime<Utc>) ->
 
 /// `LedgerStore::ledger_begin`.
 pub(super) async fn ledger_begin(st: &DynamoStore, occ: &Occurrence, target: &str, now: DateTime<Utc>) -> Result<bool, StoreError> {
-    insert_marker(st, ledger_item(occ, target, now), Cond::absent, "ledger_begin").await
+    insert_marker(st, ledger_item(st, occ, target, now), Cond::absent, "ledger_begin").await
 }
 
 /// `LedgerStore::ledger_finish`: updates an existing row only, as in SQLite.
@@ -48,7 +48,7 @@ pub(super) async fn ledger_finish(
         .client
         .update_item()
         .table_name(&st.table)
-        .set_key(Some(ledger_key(occ, target)))
+        .set_key(Some(st.keys.ledger_key(occ, target)))
         .update_expression("SET #status = :s, #at = :a")
         .condition_expression("attribute_exists(#pk)")
         .expression_attribute_names("#status", "status")
@@ -66,8 +66,8 @@ pub(super) async fn ledger_finish(
 
 /// A once key's item and its condition: an expired key counts as absent even before TTL
 /// removes it.
-fn once_put(key: &str, expires_at: DateTime<Utc>, now: DateTime<Utc>) -> (super::items::Item, impl Fn() -> Cond) {
-    let mut it = once_key(key);
+fn once_put(st: &DynamoStore, key: &str, expires_at: DateTime<Utc>, now: DateTime<Utc>) -> (super::items::Item, impl Fn() -> Cond) {
+    let mut it = st.keys.once_key(key);
     it.insert("expires_at".into(), n(ms(expires_at)));
     // TTL removal is lazy (it can take days); the condition below is what enforces expiry.
     it.insert(TTL.into(), n(expires_at.timestamp() + 1));
@@ -76,33 +76,33 @@ fn once_put(key: &str, expires_at: DateTime<Utc>, now: DateTime<Utc>) -> (super:
 
 /// `LedgerStore::use_once`.
 pub(super) async fn use_once(st: &DynamoStore, key: &str, expires_at: DateTime<Utc>, now: DateTime<Utc>) -> Result<bool, StoreError> {
-    let (it, cond) = once_put(key, expires_at, now);
+    let (it, cond) = once_put(st, key, expires_at, now);
     insert_marker(st, it, cond, "use_once").await
 }
 
 /// Adds to `tx` the once key `key` (`SessionChange::Once`); its condition fails as
 /// [`Part::Marker`].
 pub(super) fn plan_once(st: &DynamoStore, tx: &mut Tx, key: &str, expires_at: DateTime<Utc>, now: DateTime<Utc>) -> Result<(), StoreError> {
-    let (it, cond) = once_put(key, expires_at, now);
+    let (it, cond) = once_put(st, key, expires_at, now);
     tx.put(&st.table, Part::Marker, it, Some(cond()))
 }
 
 /// `MetaStore::get_meta`.
 pub(super) async fn get_meta(st: &DynamoStore, key: &str) -> Result<Option<String>, StoreError> {
-    Ok(st.get(meta_key(key)).await?.and_then(|it| get_s(&it, "value").map(str::to_string)))
+    Ok(st.get(st.keys.meta_key(key)).await?.and_then(|it| get_s(&it, "value").map(str::to_string)))
 }
 
 /// `MetaStore::put_meta`.
 pub(super) async fn put_meta(st: &DynamoStore, key: &str, value: &str) -> Result<(), StoreError> {
-    let mut it = meta_key(key);
+    let mut it = st.keys.meta_key(key);
     it.insert("value".into(), s(value));
     st.client.put_item().table_name(&st.table).set_item(Some(it)).send().await.map_err(sdk("PutItem"))?;
     Ok(())
 }
 
 /// Key of a counter record (its own key space next to the meta records).
-fn counts_key(key: &str) -> super::items::Item {
-    meta_key(&format!("counts:{key}"))
+fn counts_key(st: &DynamoStore, key: &str) -> super::items::Item {
+    st.keys.meta_key(&format!("counts:{key}"))
 }
 
 /// `MetaStore::add_counts`: one `UpdateItem` with `ADD c_<name> :delta` per counter, which
@@ -116,7 +116,7 @@ pub(super) async fn add_counts(st: &DynamoStore, key: &str, deltas: &[(&str, i64
     for (name, delta) in deltas {
         *merged.entry(name).or_insert(0) += delta;
     }
-    let mut req = st.client.update_item().table_name(&st.table).set_key(Some(counts_key(key)));
+    let mut req = st.client.update_item().table_name(&st.table).set_key(Some(counts_key(st, key)));
     let mut adds = Vec::with_capacity(merged.len());
     for (i, (name, delta)) in merged.iter().enumerate() {
         adds.push(format!("#c{i} :d{i}"));
@@ -132,7 +132,7 @@ pub(super) async fn get_counts(st: &DynamoStore, keys: &[String]) -> Result<Vec<
     use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
     let mut found: std::collections::HashMap<String, crate::ports::Counts> = std::collections::HashMap::new();
     for chunk in keys.chunks(100) {
-        let mut pending: Vec<super::items::Item> = chunk.iter().map(|k| counts_key(k)).collect();
+        let mut pending: Vec<super::items::Item> = chunk.iter().map(|k| counts_key(st, k)).collect();
         for _ in 0..ATTEMPTS {
             if pending.is_empty() {
                 break;
@@ -156,7 +156,7 @@ pub(super) async fn get_counts(st: &DynamoStore, keys: &[String]) -> Result<Vec<
     Ok(keys
         .iter()
         .map(|k| {
-            let pk = get_s(&counts_key(k), "pk").map(str::to_string).unwrap_or_default();
+            let pk = get_s(&counts_key(st, k), "pk").map(str::to_string).unwrap_or_default();
             found.remove(&pk).unwrap_or_default()
         })
         .collect())
@@ -164,6 +164,6 @@ pub(super) async fn get_counts(st: &DynamoStore, keys: &[String]) -> Result<Vec<
 
 /// `MetaStore::delete_meta`.
 pub(super) async fn delete_meta(st: &DynamoStore, key: &str) -> Result<(), StoreError> {
-    st.client.delete_item().table_name(&st.table).set_key(Some(meta_key(key))).send().await.map_err(sdk("DeleteItem"))?;
+    st.client.delete_item().table_name(&st.table).set_key(Some(st.keys.meta_key(key))).send().await.map_err(sdk("DeleteItem"))?;
     Ok(())
 }

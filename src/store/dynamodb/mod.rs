@@ -40,6 +40,11 @@
 //! name. Listings query every shard and merge (docs/design.md#shards). The table item
 //! `TABLE`/`SHARDS` records the shard count (`n`) the table was written with.
 //!
+//! Profiles (docs/design.md#profiles): a handle [`DynamoStore::scoped`] to a named profile
+//! puts `@<profile>/` in front of every `pk` above and every index partition (`KS#…` and the
+//! bases before their shard suffix); `main`'s keys are exactly the ones above. Only the
+//! shard record is shared by all profiles.
+//!
 //! Jobs live in the fixed partition `JOBS`, so `list_jobs` is one query in id order.
 //! TTL (`ttl`) removes once keys after they expire and claims and ledger rows 90 days after
 //! their occurrence.
@@ -83,6 +88,8 @@ mod transcript;
 mod turn;
 mod tx;
 
+#[cfg(test)]
+mod profile_tests;
 #[cfg(test)]
 mod shard_tests;
 #[cfg(test)]
@@ -175,6 +182,8 @@ pub struct DynamoStore {
     shards_checked: std::sync::Arc<tokio::sync::OnceCell<()>>,
     /// Last known transcript counters, so appends need not read them first (`turn`).
     seqs: turn::SeqHints,
+    /// The profile's key space (docs/design.md#profiles); `main` by default.
+    keys: items::Keys,
 }
 
 impl DynamoStore {
@@ -203,6 +212,7 @@ impl DynamoStore {
             shards: crate::store::shard::DEFAULT_SHARDS,
             shards_checked: std::sync::Arc::default(),
             seqs: turn::SeqHints::default(),
+            keys: items::Keys::default(),
         })
     }
 
@@ -215,6 +225,14 @@ impl DynamoStore {
     pub fn with_shards(mut self, n: u32) -> Self {
         self.shards = n.clamp(1, crate::store::shard::MAX_SHARDS);
         self.shards_checked = std::sync::Arc::default();
+        self
+    }
+
+    /// This store seen as `profile`'s key space (docs/design.md#profiles): the same table and
+    /// client, every partition key and index partition of the profile prefixed with
+    /// `@<profile>/` (`main`'s unchanged), nothing of another profile visible.
+    pub fn scoped(mut self, profile: crate::core::profile::Profile) -> Self {
+        self.keys = items::Keys::new(profile);
         self
     }
 

@@ -3,10 +3,9 @@
 //! condition on the values it read, in the same transaction as the items it adds or
 //! removes, so the cap check and the order are atomic.
 
-use super::items::{Item, QITEM_PREFIX, QUEUE_SK, doc, get_n, get_s, key, key_of_pk, key_pk, ms, n, qitem_sk, s};
+use super::items::{Item, QITEM_PREFIX, QUEUE_SK, doc, get_n, get_s, key, ms, n, qitem_sk, s};
 use super::query::Query;
 use super::sessions::WAKE;
-use super::shards::index_value;
 use super::table::GSI_WAKE;
 use super::transcript::{plan_append, plan_fence, plan_inbound, seen_inbound};
 use super::tx::{ATTEMPTS, Cond, MAX_ITEMS, Outcome, Part, Tx, backoff};
@@ -38,19 +37,19 @@ impl Head {
 }
 
 async fn read_head(st: &DynamoStore, k: &SessionKey) -> Result<Head, StoreError> {
-    Ok(match st.get(key(key_pk(k), QUEUE_SK)).await? {
+    Ok(match st.get(key(st.keys.key_pk(k), QUEUE_SK)).await? {
         Some(it) => Head { head: get_n(&it, "head").unwrap_or(0), tail: get_n(&it, "tail").unwrap_or(0), exists: true },
         None => Head { head: 0, tail: 0, exists: false },
     })
 }
 
 /// The head item for `head..tail`; a non-empty queue is in the wake index.
-fn head_item(k: &SessionKey, head: u64, tail: u64, shards: u32) -> Item {
-    let mut it = key(key_pk(k), QUEUE_SK);
+fn head_item(st: &DynamoStore, k: &SessionKey, head: u64, tail: u64) -> Item {
+    let mut it = key(st.keys.key_pk(k), QUEUE_SK);
     it.insert("head".into(), n(head));
     it.insert("tail".into(), n(tail));
     if tail > head {
-        it.insert("wake_pk".into(), index_value(WAKE, k.as_str(), shards));
+        it.insert("wake_pk".into(), st.index_value(WAKE, k.as_str()));
         it.insert("wake_at".into(), n(0));
     }
     it
@@ -82,8 +81,8 @@ pub(super) async fn push(
         if let Some(d) = dedupe {
             plan_inbound(st, &mut tx, d, item.at)?;
         }
-        tx.put(&st.table, Part::QueueHead, head_item(k, h.head, h.tail + 1, st.shards), Some(h.unchanged()))?;
-        let mut it = key(key_pk(k), qitem_sk(h.tail));
+        tx.put(&st.table, Part::QueueHead, head_item(st, k, h.head, h.tail + 1), Some(h.unchanged()))?;
+        let mut it = key(st.keys.key_pk(k), qitem_sk(h.tail));
         it.insert("doc".into(), s(body.clone()));
         tx.put(&st.table, Part::QueueItem, it, Some(Cond::absent()))?;
         match st.transact(tx).await? {
@@ -108,7 +107,7 @@ pub(super) async fn pop_into(
         if h.len() == 0 {
             return Ok(None);
         }
-        let item_key = key(key_pk(k), qitem_sk(h.head));
+        let item_key = key(st.keys.key_pk(k), qitem_sk(h.head));
         // Missing: a concurrent pop took it after we read the head; re-read.
         let Some(stored) = st.get(item_key.clone()).await? else {
             backoff(attempt).await;
@@ -121,7 +120,7 @@ pub(super) async fn pop_into(
             plan_fence(st, &mut tx, f)?;
         }
         tx.delete(&st.table, Part::QueueItem, item_key, Some(Cond::new("attribute_exists(#pk)")))?;
-        tx.put(&st.table, Part::QueueHead, head_item(k, h.head + 1, h.tail, st.shards), Some(h.unchanged()))?;
+        tx.put(&st.table, Part::QueueHead, head_item(st, k, h.head + 1, h.tail), Some(h.unchanged()))?;
         plan_append(st, &mut tx, session, std::slice::from_ref(&msg)).await?;
         match st.transact(tx).await? {
             Outcome::Done => return Ok(Some(item)),
@@ -134,7 +133,7 @@ pub(super) async fn pop_into(
 
 /// `QueueStore::queue_list`.
 pub(super) async fn list(st: &DynamoStore, k: &SessionKey) -> Result<Vec<QueuedItem>, StoreError> {
-    let items = st.query(Query::prefix(key_pk(k), QITEM_PREFIX)).await?;
+    let items = st.query(Query::prefix(st.keys.key_pk(k), QITEM_PREFIX)).await?;
     items.iter().map(|it| doc(it, "queue item")).collect()
 }
 
@@ -153,9 +152,9 @@ pub(super) async fn clear(st: &DynamoStore, k: &SessionKey) -> Result<usize, Sto
         }
         let upto = end.min(h.head + (MAX_ITEMS as u64 - 1));
         let mut tx = Tx::default();
-        tx.put(&st.table, Part::QueueHead, head_item(k, upto, h.tail, st.shards), Some(h.unchanged()))?;
+        tx.put(&st.table, Part::QueueHead, head_item(st, k, upto, h.tail), Some(h.unchanged()))?;
         for seq in h.head..upto {
-            tx.delete(&st.table, Part::QueueItem, key(key_pk(k), qitem_sk(seq)), None)?;
+            tx.delete(&st.table, Part::QueueItem, key(st.keys.key_pk(k), qitem_sk(seq)), None)?;
         }
         match st.transact(tx).await? {
             Outcome::Done => removed += usize::try_from(upto - h.head).unwrap_or(0),
@@ -172,6 +171,7 @@ pub(super) async fn clear(st: &DynamoStore, k: &SessionKey) -> Result<usize, Sto
 pub(super) async fn wake_candidates(st: &DynamoStore, now: DateTime<Utc>, all_leases: bool) -> Result<Vec<SessionKey>, StoreError> {
     let upper = (!all_leases).then(|| ms(now));
     let items = st.query_shards(GSI_WAKE, WAKE, upper, false, None).await?;
-    let keys: BTreeSet<SessionKey> = items.iter().filter_map(|it| get_s(it, "pk")).map(key_of_pk).collect::<Result<_, _>>()?;
+    let keys: BTreeSet<SessionKey> =
+        items.iter().filter_map(|it| get_s(it, "pk")).map(|pk| st.keys.key_of_pk(pk)).collect::<Result<_, _>>()?;
     Ok(keys.into_iter().collect())
 }

@@ -7,7 +7,7 @@
 //! (`transcript::plan_append`), so the match ignores case; messages stored before it existed
 //! have no `text` and are not found.
 
-use super::items::{Item, MSG_PREFIX, PK, SK, doc, s, session_pk};
+use super::items::{Item, MSG_PREFIX, PK, SK, doc, s};
 use super::{DynamoStore, sdk, sessions};
 use crate::core::ids::SessionId;
 use crate::core::search::{RECENT_SESSIONS, SearchTerms, snippet};
@@ -67,7 +67,7 @@ async fn matching(st: &DynamoStore, rec: &SessionRecord, terms: &SearchTerms, li
             .expression_attribute_names("#pk", PK)
             .expression_attribute_names("#sk", SK)
             .expression_attribute_names("#text", TEXT)
-            .expression_attribute_values(":p", s(session_pk(&rec.session_id)))
+            .expression_attribute_values(":p", s(st.keys.session_pk(&rec.session_id)))
             .expression_attribute_values(":a", s(MSG_PREFIX))
             .scan_index_forward(false)
             .set_limit(st.page_size)

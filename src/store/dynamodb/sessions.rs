@@ -1,9 +1,8 @@
 //! Session entries and records: `put_entry` is one transaction holding the entry's
 //! compare-and-set and every [`SessionChange`] (records, inbound id, transcript appends).
 
-use super::items::{ENTRY_SK, Item, QUEUE_SK, RECORD_SK, doc, get_n, get_s, key, key_pk, ms, n, req_s, s, session_pk};
+use super::items::{ENTRY_SK, Item, QUEUE_SK, RECORD_SK, doc, get_n, get_s, key, ms, n, req_s, s};
 use super::query::Query;
-use super::shards::index_value;
 use super::table::{GSI_KEY, GSI_RECENT};
 use super::transcript::{plan_append, plan_inbound};
 use super::tx::{ATTEMPTS, Cond, Outcome, Part, Tx, backoff};
@@ -24,15 +23,15 @@ fn wake_at(e: &SessionEntry) -> Option<i64> {
     if e.needs_wake() { Some(0) } else { e.lease.as_ref().map(|l| ms(l.expires_at)) }
 }
 
-fn entry_item(e: &SessionEntry, shards: u32) -> Result<Item, StoreError> {
+fn entry_item(st: &DynamoStore, e: &SessionEntry) -> Result<Item, StoreError> {
     let k = e.session_key.as_str();
-    let mut it = key(key_pk(&e.session_key), ENTRY_SK);
+    let mut it = key(st.keys.key_pk(&e.session_key), ENTRY_SK);
     it.insert("doc".into(), s(encode(e.session_key.as_str(), e)?));
     it.insert("version".into(), n(e.version));
-    it.insert("recent_pk".into(), index_value(ENTRIES, k, shards));
+    it.insert("recent_pk".into(), st.index_value(ENTRIES, k));
     it.insert("recent_at".into(), n(ms(e.updated_at)));
     if let Some(w) = wake_at(e) {
-        it.insert("wake_pk".into(), index_value(WAKE, k, shards));
+        it.insert("wake_pk".into(), st.index_value(WAKE, k));
         it.insert("wake_at".into(), n(w));
     }
     // The held lease's epoch, for fenced writes' condition checks (absent without a lease).
@@ -42,8 +41,8 @@ fn entry_item(e: &SessionEntry, shards: u32) -> Result<Item, StoreError> {
     Ok(it)
 }
 
-fn record_item(r: &SessionRecord, shards: u32) -> Item {
-    let mut it = key(session_pk(&r.session_id), RECORD_SK);
+fn record_item(st: &DynamoStore, r: &SessionRecord) -> Item {
+    let mut it = key(st.keys.session_pk(&r.session_id), RECORD_SK);
     let started = ms(r.started_at);
     it.insert("session_id".into(), s(r.session_id.as_str()));
     it.insert("session_key".into(), s(r.session_key.as_str()));
@@ -58,9 +57,9 @@ fn record_item(r: &SessionRecord, shards: u32) -> Item {
     if let Some(why) = &r.end_reason {
         it.insert("end_reason".into(), s(why));
     }
-    it.insert("recent_pk".into(), index_value(SESSIONS, r.session_id.as_str(), shards));
+    it.insert("recent_pk".into(), st.index_value(SESSIONS, r.session_id.as_str()));
     it.insert("recent_at".into(), n(started));
-    it.insert("key_pk".into(), s(format!("KS#{}", r.session_key.as_str())));
+    it.insert("key_pk".into(), s(st.keys.key_sessions_pk(&r.session_key)));
     it.insert("key_at".into(), n(started));
     it
 }
@@ -82,10 +81,10 @@ fn record_of(it: &Item) -> Result<SessionRecord, StoreError> {
 
 /// `SessionStore::get_entry`.
 pub(super) async fn get_entry(st: &DynamoStore, k: &SessionKey) -> Result<Option<SessionEntry>, StoreError> {
-    let Some(it) = st.get(key(key_pk(k), ENTRY_SK)).await? else { return Ok(None) };
+    let Some(it) = st.get(key(st.keys.key_pk(k), ENTRY_SK)).await? else { return Ok(None) };
     let e: SessionEntry = doc(&it, k.as_str())?;
     if let Some(seq) = get_n(&it, "seq") {
-        st.seqs.raise(session_pk(&e.session_id), seq);
+        st.seqs.raise(st.keys.session_pk(&e.session_id), seq);
     }
     Ok(Some(e))
 }
@@ -100,10 +99,10 @@ pub(super) async fn put_entry(st: &DynamoStore, entry: &SessionEntry, changes: &
         let mut tx = Tx::default();
         let cond = if entry.version == 0 { Cond::absent() } else { Cond::new("#version = :v").val(":v", n(entry.version)) };
         plan_changes(st, &mut tx, changes, entry.updated_at).await?;
-        let mut item = entry_item(&next, st.shards)?;
+        let mut item = entry_item(st, &next)?;
         // The counter of the entry's conversation, as this write leaves it or as last seen: a
         // process that reads the entry appends without reading the counter (`turn`).
-        let spk = session_pk(&next.session_id);
+        let spk = st.keys.session_pk(&next.session_id);
         if let Some(seq) = tx.seqs.iter().rev().find(|(pk, _)| *pk == spk).map(|(_, n)| *n).or_else(|| st.seqs.get(&spk)) {
             item.insert("seq".into(), n(seq));
         }
@@ -191,7 +190,7 @@ async fn plan_changes(
             SessionChange::QueueEmpty(k) => {
                 // The head item shares the entry's partition; no head, or head = tail, is empty.
                 let cond = Cond::new("attribute_not_exists(#pk) OR #head = #tail");
-                tx.check(&st.table, Part::QueueEmpty, key(key_pk(k), QUEUE_SK), cond)?;
+                tx.check(&st.table, Part::QueueEmpty, key(st.keys.key_pk(k), QUEUE_SK), cond)?;
             }
         }
     }
@@ -220,7 +219,7 @@ async fn plan_of<'a>(st: &DynamoStore, records: &'a mut Vec<RecordPlan>, id: &Se
 fn plan_record(st: &DynamoStore, tx: &mut Tx, p: RecordPlan) -> Result<(), StoreError> {
     let Some(rec) = p.rec else { return Ok(()) };
     if p.new {
-        return tx.put(&st.table, Part::NewRecord, record_item(&rec, st.shards), Some(Cond::absent()));
+        return tx.put(&st.table, Part::NewRecord, record_item(st, &rec), Some(Cond::absent()));
     }
     if p.base.as_ref() == Some(&rec) {
         return Ok(());
@@ -230,7 +229,7 @@ fn plan_record(st: &DynamoStore, tx: &mut Tx, p: RecordPlan) -> Result<(), Store
         Some(t) => Cond::new("#ended_at = :e").val(":e", n(ms(t))),
         None => Cond::new("attribute_exists(#pk) AND attribute_not_exists(#ended_at)"),
     };
-    tx.put(&st.table, Part::Record, record_item(&rec, st.shards), Some(cond))
+    tx.put(&st.table, Part::Record, record_item(st, &rec), Some(cond))
 }
 
 /// `SessionStore::list_entries`.
@@ -241,13 +240,13 @@ pub(super) async fn list_entries(st: &DynamoStore, limit: usize) -> Result<Vec<S
 
 /// `SessionStore::get_session`.
 pub(super) async fn get_session(st: &DynamoStore, id: &SessionId) -> Result<Option<SessionRecord>, StoreError> {
-    st.get(key(session_pk(id), RECORD_SK)).await?.as_ref().map(record_of).transpose()
+    st.get(key(st.keys.session_pk(id), RECORD_SK)).await?.as_ref().map(record_of).transpose()
 }
 
 /// `SessionStore::list_sessions`.
 pub(super) async fn list_sessions(st: &DynamoStore, k: Option<&SessionKey>, limit: usize) -> Result<Vec<SessionRecord>, StoreError> {
     let items = match k {
-        Some(k) => st.query(Query::index(GSI_KEY, &format!("KS#{}", k.as_str()), None).newest_first().take(limit)).await?,
+        Some(k) => st.query(Query::index(GSI_KEY, &st.keys.key_sessions_pk(k), None).newest_first().take(limit)).await?,
         None => st.query_shards(GSI_RECENT, SESSIONS, None, true, Some(limit)).await?,
     };
     items.iter().map(record_of).collect()

@@ -91,12 +91,12 @@ async fn index_values_name_the_shard() {
     let Some(ep) = endpoint().await else { return };
     let s = fresh(&ep).await.with_shards(4);
     let e = put_chat(&s, 1).await;
-    let it = s.get(super::items::key(super::items::key_pk(&e.session_key), super::items::ENTRY_SK)).await.unwrap().unwrap();
+    let it = s.get(super::items::key(s.keys.key_pk(&e.session_key), super::items::ENTRY_SK)).await.unwrap().unwrap();
     let want = format!("ENTRIES#{}", crate::store::shard::shard_of(e.session_key.as_str(), 4));
     assert_eq!(super::items::get_s(&it, "recent_pk"), Some(want.as_str()));
     let one = fresh(&ep).await.with_shards(1);
     let e = put_chat(&one, 1).await;
-    let it = one.get(super::items::key(super::items::key_pk(&e.session_key), super::items::ENTRY_SK)).await.unwrap().unwrap();
+    let it = one.get(super::items::key(one.keys.key_pk(&e.session_key), super::items::ENTRY_SK)).await.unwrap().unwrap();
     assert_eq!(super::items::get_s(&it, "recent_pk"), Some("ENTRIES"), "one shard keeps the unsharded layout");
 }
 

@@ -39,13 +39,20 @@ fn range_attr(index: &str) -> &'static str {
     }
 }
 
-/// The shard record's key: outside every profile's key space, one per table.
+/// The shard record's key: outside every profile's key space (never passed through
+/// `items::Keys`), one per table.
 fn shards_key() -> Item {
     key("TABLE".to_string(), "SHARDS")
 }
 
 impl DynamoStore {
-    /// Queries every shard of `base` on `index` (optionally `range <= upper`) at once and
+    /// The index partition value of the item `key` under `base`, in this handle's key space
+    /// (item builders).
+    pub(super) fn index_value(&self, base: &str, key: &str) -> aws_sdk_dynamodb::types::AttributeValue {
+        s(index_pk(&self.keys.base(base), key, self.shards))
+    }
+
+    /// Queries every shard of `base` (in this handle's key space) on `index` (optionally `range <= upper`) at once and
     /// merges: ascending by the range key, or descending with `newest_first`; at most `limit`.
     pub(super) async fn query_shards(
         &self,
@@ -57,7 +64,7 @@ impl DynamoStore {
     ) -> Result<Vec<Item>, StoreError> {
         self.check_shards().await?;
         let mut set = tokio::task::JoinSet::new();
-        for (k, pk) in index_pks(base, self.shards).into_iter().enumerate() {
+        for (k, pk) in index_pks(&self.keys.base(base), self.shards).into_iter().enumerate() {
             let mut q = Query::index(index, &pk, upper);
             q.forward = !newest_first;
             q.limit = limit;
@@ -122,7 +129,8 @@ impl DynamoStore {
         }
     }
 
-    /// Whether any index item sits on the unsharded partitions of the old layout.
+    /// Whether any index item sits on the unsharded partitions of the old layout (written
+    /// before sharding, so before profiles: `main`'s bare bases).
     async fn has_unsharded_items(&self) -> Result<bool, StoreError> {
         for (index, base) in [(GSI_RECENT, "ENTRIES"), (GSI_RECENT, "SESSIONS"), (GSI_DUE, "DUE"), (GSI_WAKE, "WAKE")] {
             let mut q = Query::index(index, base, None).take(1);
@@ -133,11 +141,6 @@ impl DynamoStore {
         }
         Ok(false)
     }
-}
-
-/// An attribute value for the index partition of `key` under `base` (item builders).
-pub(super) fn index_value(base: &str, key: &str, n: u32) -> aws_sdk_dynamodb::types::AttributeValue {
-    s(index_pk(base, key, n))
 }
 
 #[cfg(test)]

@@ -88,6 +88,7 @@ pub(super) async fn handle(endpoint: &str, table: &str) -> DynamoStore {
         shards: crate::store::shard::DEFAULT_SHARDS,
         shards_checked: Arc::default(),
         seqs: Default::default(),
+        keys: super::items::Keys::default(),
     }
 }
 

@@ -3,7 +3,7 @@
 //! value, so two concurrent appenders can never take the same number). The old value comes
 //! from the process's hint when it has one (`turn::SeqHints`), else from a read.
 
-use super::items::{ENTRY_SK, Item, MSG_PREFIX, SEQ_SK, doc, get_n, inbound_key, key, key_pk, ms, msg_sk, n, s, session_pk};
+use super::items::{ENTRY_SK, Item, MSG_PREFIX, SEQ_SK, doc, get_n, key, ms, msg_sk, n, s};
 use super::query::Query;
 use super::tx::{ATTEMPTS, Cond, MAX_ITEMS, Outcome, Part, Tx, backoff};
 use super::{DynamoError, DynamoStore};
@@ -14,15 +14,15 @@ use crate::store::encode;
 use chrono::{DateTime, Utc};
 
 /// The inbound-seen marker of `d`, stamped `at` (the message's time, as in SQLite).
-pub(super) fn inbound_item(d: &InboundId, at: DateTime<Utc>) -> Item {
-    let mut it = inbound_key(d);
+pub(super) fn inbound_item(st: &DynamoStore, d: &InboundId, at: DateTime<Utc>) -> Item {
+    let mut it = st.keys.inbound_key(d);
     it.insert("seen_at".into(), n(ms(at)));
     it
 }
 
 /// Adds to `tx` the inbound marker of `d`; it fails the write if `d` was seen before.
 pub(super) fn plan_inbound(st: &DynamoStore, tx: &mut Tx, d: &InboundId, at: DateTime<Utc>) -> Result<(), StoreError> {
-    tx.put(&st.table, Part::Inbound, inbound_item(d, at), Some(Cond::absent()))
+    tx.put(&st.table, Part::Inbound, inbound_item(st, d, at), Some(Cond::absent()))
 }
 
 /// Adds to `tx` the messages `msgs` after the transcript's current end, and the counter's
@@ -32,7 +32,7 @@ pub(super) async fn plan_append(st: &DynamoStore, tx: &mut Tx, id: &SessionId, m
         return Ok(());
     }
     // The process's hint saves the counter read; a stale one fails the condition and is dropped.
-    let pk = session_pk(id);
+    let pk = st.keys.session_pk(id);
     let cur: u64 = match st.seqs.get(&pk) {
         Some(hint) => hint,
         None => st.get(key(pk, SEQ_SK)).await?.and_then(|it| get_n(&it, "n")).unwrap_or(0),
@@ -50,7 +50,7 @@ pub(super) fn plan_append_at(st: &DynamoStore, tx: &mut Tx, id: &SessionId, msgs
     if needed > MAX_ITEMS {
         return Err(DynamoError::TooManyItems(needed).into());
     }
-    let pk = session_pk(id);
+    let pk = st.keys.session_pk(id);
     let mut counter = key(pk.clone(), SEQ_SK);
     counter.insert("n".into(), n(cur + msgs.len() as u64));
     let cond = if cur == 0 { Cond::absent() } else { Cond::new("#n = :n").val(":n", n(cur)) };
@@ -87,7 +87,7 @@ pub(super) async fn append(st: &DynamoStore, id: &SessionId, msgs: &[Message], d
 
 /// Adds to `tx` the check that the entry of `fence.key` still holds a lease of `fence.epoch`.
 pub(super) fn plan_fence(st: &DynamoStore, tx: &mut Tx, fence: &Fence) -> Result<(), StoreError> {
-    tx.check(&st.table, Part::Fence, key(key_pk(&fence.key), ENTRY_SK), Cond::new("#fence = :fence").val(":fence", n(fence.epoch)))
+    tx.check(&st.table, Part::Fence, key(st.keys.key_pk(&fence.key), ENTRY_SK), Cond::new("#fence = :fence").val(":fence", n(fence.epoch)))
 }
 
 /// `SessionStore::append_fenced`.
@@ -108,7 +108,7 @@ pub(super) async fn append_fenced(st: &DynamoStore, id: &SessionId, msgs: &[Mess
 
 /// `SessionStore::recent_messages`.
 pub(super) async fn recent(st: &DynamoStore, id: &SessionId, limit: usize) -> Result<Vec<Message>, StoreError> {
-    let items = st.query(Query::prefix(session_pk(id), MSG_PREFIX).newest_first().take(limit)).await?;
+    let items = st.query(Query::prefix(st.keys.session_pk(id), MSG_PREFIX).newest_first().take(limit)).await?;
     let mut out = items.iter().map(|it| doc(it, "message")).collect::<Result<Vec<Message>, _>>()?;
     out.reverse();
     Ok(out)
@@ -116,10 +116,10 @@ pub(super) async fn recent(st: &DynamoStore, id: &SessionId, limit: usize) -> Re
 
 /// `SessionStore::count_messages`: the counter is the last sequence number.
 pub(super) async fn count(st: &DynamoStore, id: &SessionId) -> Result<u64, StoreError> {
-    Ok(st.get(key(session_pk(id), SEQ_SK)).await?.and_then(|it| get_n(&it, "n")).unwrap_or(0))
+    Ok(st.get(key(st.keys.session_pk(id), SEQ_SK)).await?.and_then(|it| get_n(&it, "n")).unwrap_or(0))
 }
 
 /// `SessionStore::seen_inbound`.
 pub(super) async fn seen_inbound(st: &DynamoStore, d: &InboundId) -> Result<bool, StoreError> {
-    Ok(st.get(inbound_key(d)).await?.is_some())
+    Ok(st.get(st.keys.inbound_key(d)).await?.is_some())
 }

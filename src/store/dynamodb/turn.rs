@@ -12,7 +12,7 @@
 //! does not read the counter first. A wrong hint only fails the condition: nothing is
 //! written, the hint is dropped and the append re-reads the counter and retries.
 
-use super::items::{MSG_PREFIX, SEQ_SK, SK, doc, get_n, get_s, key, s, session_pk};
+use super::items::{MSG_PREFIX, SEQ_SK, SK, doc, get_n, get_s, key, s};
 use super::query::Query;
 use super::{DynamoStore, sdk};
 use crate::core::ids::SessionId;
@@ -68,7 +68,7 @@ impl SeqHints {
 #[async_trait]
 impl TurnStore for DynamoStore {
     async fn turn_read(&self, id: &SessionId, limit: usize, names: &[&str]) -> Result<TurnRead, StoreError> {
-        let pk = session_pk(id);
+        let pk = self.keys.session_pk(id);
         let q = Query {
             index: None,
             cond: "#pk = :p AND #sk BETWEEN :a AND :b",
@@ -99,7 +99,7 @@ impl TurnStore for DynamoStore {
     }
 
     async fn turn_put_note(&self, id: &SessionId, name: &str, value: Option<&str>) -> Result<(), StoreError> {
-        let mut it = key(session_pk(id), format!("{NOTE_PREFIX}{name}"));
+        let mut it = key(self.keys.session_pk(id), format!("{NOTE_PREFIX}{name}"));
         match value {
             Some(v) => {
                 it.insert("value".into(), AttributeValue::S(v.to_string()));
