@@ -63,7 +63,7 @@ const TICK_KEY: &str = "hermes_zero_tick";
 
 /// Runs the process as a Lambda function until the runtime stops it.
 pub fn main() -> ExitCode {
-    match super::async_runtime() {
+    match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt.block_on(run()),
         Err(e) => {
             eprintln!("hermes-zero: cannot start the async runtime: {e}");

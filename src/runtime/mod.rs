@@ -17,24 +17,6 @@ use crate::store::sqlite::SqliteStore;
 use std::path::Path;
 use std::sync::Arc;
 
-/// Bound of tokio's blocking pool: SQLite calls (serialised on one connection anyway), DNS
-/// look-ups, file reads. Tokio's default (512) let 100 concurrent chats start ~110 threads,
-/// each with its own stack and malloc arena, that stayed in the RSS (docs/design.md#startup).
-const MAX_BLOCKING_THREADS: usize = 4;
-/// How long an idle blocking thread is kept before it exits (tokio's default: 10 s).
-const BLOCKING_KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// The async runtime of every entry (`serve`, the commands, Lambda): tokio's worker count
-/// (one per core, `TOKIO_WORKER_THREADS` overrides) and a small blocking pool
-/// (docs/design.md#startup).
-pub fn async_runtime() -> std::io::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .max_blocking_threads(MAX_BLOCKING_THREADS)
-        .thread_keep_alive(BLOCKING_KEEP_ALIVE)
-        .enable_all()
-        .build()
-}
-
 /// Startup failures.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
