@@ -122,8 +122,12 @@ const SEARCH_INDEX: &str = "
 /// The schema version this build writes.
 pub const CURRENT: i64 = 2;
 
-/// Applies pending migrations.
+/// Applies pending migrations. A file already at [`CURRENT`] (every start but the first
+/// after an upgrade) is recognised by one read, without taking the write lock.
 pub fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
+    if is_current(conn) {
+        return Ok(());
+    }
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     tx.execute_batch("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")?;
     let have: i64 = tx.query_row("SELECT COALESCE(MAX(version), 0) FROM schema_version", [], |r| r.get(0))?;
@@ -132,6 +136,15 @@ pub fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
         tx.execute("INSERT INTO schema_version (version) VALUES (?1)", [v])?;
     }
     tx.commit()
+}
+
+/// Whether the file's schema is this build's (or newer): a read, no write lock. Any error
+/// (no `schema_version` table yet) means "not known to be current".
+fn is_current(conn: &Connection) -> bool {
+    conn.query_row("SELECT MAX(version) FROM schema_version", [], |r| r.get::<_, Option<i64>>(0))
+        .ok()
+        .flatten()
+        .is_some_and(|v| v >= CURRENT)
 }
 
 #[cfg(test)]
@@ -160,5 +173,28 @@ mod tests {
         assert_eq!(rows, [(1, 1_767_323_045_500)]);
         let n: i64 = c.query_row("SELECT COUNT(*) FROM message_search", [], |r| r.get(0)).unwrap();
         assert_eq!(n, 1, "tool results and empty texts are not indexed");
+    }
+
+    /// A current file is recognised without the write lock: migrating it again while another
+    /// connection holds a write transaction does not wait; a file behind is still migrated.
+    #[test]
+    fn current_file_needs_no_write_lock() {
+        let dir = std::env::temp_dir().join(format!("hz-schema-{}-{:08x}", std::process::id(), rand::random::<u32>()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.db");
+        let mut a = Connection::open(&path).unwrap();
+        a.execute_batch("PRAGMA journal_mode=WAL").unwrap();
+        assert!(!is_current(&a), "an empty file is not current");
+        migrate(&mut a).unwrap();
+        assert!(is_current(&a));
+        let mut b = Connection::open(&path).unwrap();
+        b.busy_timeout(std::time::Duration::ZERO).unwrap();
+        let tx = a.transaction_with_behavior(TransactionBehavior::Immediate).unwrap();
+        migrate(&mut b).unwrap();
+        tx.commit().unwrap();
+        let v: i64 = b.query_row("SELECT MAX(version) FROM schema_version", [], |r| r.get(0)).unwrap();
+        assert_eq!(v, CURRENT);
+        drop((a, b));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
