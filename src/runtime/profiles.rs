@@ -60,6 +60,8 @@ pub struct Profiles {
     local_keys: bool,
     capacity: usize,
     cache: Mutex<Lru>,
+    /// Apps built so far (logged; tests check "once").
+    builds: std::sync::atomic::AtomicUsize,
 }
 
 #[derive(Default)]
@@ -71,7 +73,18 @@ struct Lru {
 impl Profiles {
     /// The profiles of a process whose own profile is `default_profile`, served by `default`.
     pub fn new(default_profile: Profile, default: Served, shared: Shared, local_keys: bool) -> Arc<Self> {
-        Arc::new(Self { default_profile, default, shared, local_keys, capacity: CAPACITY, cache: Mutex::default() })
+        Self::with_capacity(default_profile, default, shared, local_keys, CAPACITY)
+    }
+
+    /// [`Profiles::new`], keeping at most `capacity` (≥ 1) routed apps.
+    pub fn with_capacity(default_profile: Profile, default: Served, shared: Shared, local_keys: bool, capacity: usize) -> Arc<Self> {
+        let (cache, builds) = (Mutex::default(), Default::default());
+        Arc::new(Self { default_profile, default, shared, local_keys, capacity: capacity.max(1), cache, builds })
+    }
+
+    /// How many routed apps have been built (each first request, and again after eviction).
+    pub fn builds(&self) -> usize {
+        self.builds.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The served profile named `name`: 404 when the name is invalid or the profile has no
@@ -114,6 +127,7 @@ impl Profiles {
 
     /// Builds the app of a routed profile from its home and syncs its `jobs.json`.
     async fn build(&self, profile: &Profile) -> Result<Served, String> {
+        self.builds.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let home = profile.home(&self.shared.root);
         let env = crate::config::profile_env::routed_env(&self.shared.env, &home)?;
         let mut cfg = crate::config::load_settings(&home, None, &env).map_err(|e| format!("configuration error: {e}"))?;
@@ -226,21 +240,5 @@ fn carry_profile_in_callback(cfg: &mut crate::config::Loaded) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn prefixes_split_and_callbacks_carry_the_profile() {
-        let split = |s: &str| split_prefix(&s.parse().unwrap());
-        assert_eq!(split("/p/a/api/jobs?x=1"), Some(("a".into(), "/api/jobs?x=1".into())));
-        assert_eq!(split("/p/a"), Some(("a".into(), "/".into())));
-        assert_eq!(split("/api/jobs"), None);
-        let mut cfg = crate::config::load_settings(std::path::Path::new("/nonexistent"), None, &Env::default()).unwrap();
-        cfg.profile = Profile::parse("a").unwrap();
-        cfg.settings.cron.chronos.callback_url = "https://h.example/api/cron/fire".into();
-        carry_profile_in_callback(&mut cfg);
-        assert_eq!(cfg.settings.cron.chronos.callback_url, "https://h.example/p/a/api/cron/fire");
-        carry_profile_in_callback(&mut cfg);
-        assert_eq!(cfg.settings.cron.chronos.callback_url, "https://h.example/p/a/api/cron/fire", "once");
-    }
-}
+#[path = "profiles_tests.rs"]
+mod tests;
