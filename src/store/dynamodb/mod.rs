@@ -173,6 +173,13 @@ pub struct DynamoStore {
 }
 
 impl DynamoStore {
+    /// STUB (dropped at merge; the real one comes from the DynamoDB key-space work): this
+    /// store seen as `profile`'s key space. It does not apply the key space yet.
+    pub fn scoped(self, profile: crate::core::profile::Profile) -> Self {
+        let _ = profile;
+        self
+    }
+
     /// Builds the client once from the standard AWS environment (region, credentials), with
     /// `endpoint` overriding the DynamoDB endpoint (local servers, tests).
     pub async fn connect(table: &str, endpoint: Option<&str>) -> Result<Self, StoreError> {
