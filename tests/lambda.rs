@@ -730,3 +730,32 @@ async fn lambda_answers_signed_slack_and_whatsapp_webhooks_after_acknowledging()
 fn epoch_secs() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
 }
+
+/// One function, many agents (docs/design.md#profiles): `/p/a/…` is profile a's app with
+/// a's key from its `.env`; the function's own key does not open it, an unknown profile is
+/// 404, and a's session is not in main's list.
+#[tokio::test]
+async fn lambda_routes_a_profile_by_path() {
+    let llm = FakeLlm::start().await;
+    let home = TempHome::new("lambda-profiles");
+    home.write("config.yaml", &common::config(Some(&llm), None, ""));
+    home.write("profiles/a/config.yaml", &common::config(Some(&llm), None, ""));
+    home.write("profiles/a/.env", "API_SERVER_KEY=key-a\n");
+    let (api, rapid) = start_rapid().await;
+    let mut f = Function::start(&api, rapid, home.path(), &[]);
+    let headers = |key: &str| json!({"content-type": "application/json", "authorization": format!("Bearer {key}")});
+    let msg = json!({"chat_id": "c1", "user_id": "u1", "text": "hello a"}).to_string();
+
+    let (_, resp) = f.invoke(function_url("POST", "/p/a/api/messages", headers("key-a"), Some(msg.clone()), false)).await;
+    assert_eq!(resp["statusCode"], json!(200), "{resp}");
+    assert_eq!(body_json(&resp)["session_key"], json!("agent:a:api:dm:c1"), "{resp}");
+    let (_, resp) = f.invoke(function_url("POST", "/p/a/api/messages", headers(API_KEY), Some(msg.clone()), false)).await;
+    assert_eq!(resp["statusCode"], json!(401), "the function's own key is not a's: {resp}");
+    let (_, resp) = f.invoke(function_url("POST", "/p/ghost/api/messages", headers("key-a"), Some(msg), false)).await;
+    assert_eq!((resp["statusCode"].clone(), body_json(&resp)["error"].is_string()), (json!(404), true), "{resp}");
+    let (_, resp) = f.invoke(function_url("GET", "/api/sessions", headers(API_KEY), None, false)).await;
+    assert_eq!(resp["statusCode"], json!(200), "{resp}");
+    assert!(!body_json(&resp).to_string().contains("agent:a:"), "main does not list a's session: {resp}");
+    let (_, resp) = f.invoke(function_url("GET", "/p/a/api/sessions", headers("key-a"), None, false)).await;
+    assert!(body_json(&resp).to_string().contains("agent:a:api:dm:c1"), "{resp}");
+}

@@ -133,3 +133,109 @@ fn bad_profile_names_are_refused() {
     assert!(stderr(&out).contains("HERMES_PROFILE"), "{}", stderr(&out));
     assert!(!home.path().join("profiles").exists(), "nothing written");
 }
+
+/// One `serve` for main and two routed profiles (`/p/<profile>/…`) on one home and store:
+/// each route uses its profile's app, secrets (`.env`), SOUL, sessions, memory and jobs.
+#[tokio::test]
+async fn one_serve_routes_many_profiles_apart() {
+    let llm = FakeLlm::start().await;
+    let home = TempHome::new("profroute");
+    home.write("config.yaml", &config(Some(&llm), None, ""));
+    for (p, key) in [("a", "key-a"), ("b", "key-b")] {
+        home.write(&format!("profiles/{p}/config.yaml"), &config(Some(&llm), None, &pinned_key_chronos("inst")));
+        home.write(&format!("profiles/{p}/.env"), &format!("# {p}'s secrets\nAPI_SERVER_KEY={key}\n"));
+    }
+    home.write("profiles/a/SOUL.md", "You are Alpha.");
+    let gw = Gateway::start(home.path(), &[]);
+    let http = &gw.http;
+    let send = |method: reqwest::Method, path: &str, key: &str, body: Option<Value>| {
+        let mut rq = http.request(method, format!("{}{path}", gw.base)).bearer_auth(key);
+        if let Some(b) = body {
+            rq = rq.json(&b);
+        }
+        async move {
+            let r = rq.send().await.unwrap();
+            let s = r.status().as_u16();
+            (s, r.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    let post = |path: &str, key: &str, body: Value| send(reqwest::Method::POST, path, key, Some(body));
+    let get = |path: &str, key: &str| send(reqwest::Method::GET, path, key, None);
+    let msg = |text: &str| json!({"chat_id": "c1", "user_id": "u1", "text": text});
+
+    // A message to each profile and to main: three sessions for one chat id.
+    llm.push(Reply::Tool { name: "memory".into(), args: json!({"action": "add", "target": "user", "content": "Likes walruses"}) });
+    llm.push(Reply::Text("Noted.".into()));
+    let (s, v) = post("/p/a/api/messages", "key-a", msg("walrus facts please")).await;
+    assert_eq!((s, v["reply"].as_str()), (200, Some("Noted.")), "{v}");
+    assert!(llm.requests()[0]["messages"][0]["content"].as_str().unwrap().contains("You are Alpha."), "a's SOUL.md");
+    let sid_a = v["session_id"].as_str().unwrap().to_string();
+    llm.push(Reply::Text("Hi from b.".into()));
+    let (s, v) = post("/p/b/api/messages", "key-b", msg("hello b")).await;
+    assert_eq!(s, 200, "{v}");
+    let sid_b = v["session_id"].as_str().unwrap().to_string();
+    let prompt_b = llm.requests().last().unwrap()["messages"][0]["content"].as_str().unwrap().to_string();
+    assert!(!prompt_b.contains("Alpha") && !prompt_b.contains("walruses"), "nothing of a in b's prompt: {prompt_b}");
+    llm.push(Reply::Text("Hi from main.".into()));
+    let (s, v) = post("/api/messages", API_KEY, msg("hello main")).await;
+    assert_eq!(s, 200, "{v}");
+    let sid_m = v["session_id"].as_str().unwrap().to_string();
+    assert!(sid_a != sid_b && sid_b != sid_m && sid_a != sid_m);
+
+    // Each route takes only its own profile's key; unknown or invalid profiles are 404.
+    for (path, key) in
+        [("/p/a/api/messages", "key-b"), ("/p/a/api/messages", API_KEY), ("/p/b/api/messages", "key-a"), ("/api/messages", "key-a")]
+    {
+        let (s, v) = post(path, key, msg("intruder")).await;
+        assert_eq!(s, 401, "{path} with {key}: {v}");
+    }
+    for path in ["/p/zz/api/messages", "/p/Bad!/api/messages", "/p/a%2Fb/api/messages", "/p//api/messages"] {
+        let (s, v) = post(path, "key-a", msg("x")).await;
+        assert_eq!(s, 404, "{path}: {v}");
+    }
+    let (s, v) = get("/p/nobody/api/sessions", "key-a").await;
+    assert_eq!((s, v["error"].is_string()), (404, true), "JSON like the other errors: {v}");
+    assert!(!home.path().join("profiles/nobody").exists(), "nothing created for an unknown profile");
+
+    // Sessions and memory apart.
+    let (_, sa) = get("/p/a/api/sessions", "key-a").await;
+    let (_, sb) = get("/p/b/api/sessions", "key-b").await;
+    let (_, sm) = get("/api/sessions", API_KEY).await;
+    let (sa, sb, sm) = (sa.to_string(), sb.to_string(), sm.to_string());
+    assert!(sa.contains(&sid_a) && !sa.contains(&sid_b) && !sa.contains(&sid_m), "{sa}");
+    assert!(sb.contains(&sid_b) && !sb.contains(&sid_a) && !sb.contains(&sid_m), "{sb}");
+    assert!(sm.contains(&sid_m) && !sm.contains(&sid_a) && !sm.contains(&sid_b), "{sm}");
+    let (s, v) = get(&format!("/p/b/api/sessions/{sid_a}"), "key-b").await;
+    assert_eq!(s, 404, "b cannot open a's conversation: {v}");
+    assert_eq!(get("/p/a/api/memory", "key-a").await.1["user"]["entries"], json!(["Likes walruses"]));
+    assert_eq!(get("/p/b/api/memory", "key-b").await.1["user"]["entries"], json!([]));
+    assert_eq!(get("/api/memory", API_KEY).await.1["user"]["entries"], json!([]));
+
+    // A job of the same id in a and b: each lists only its own.
+    let job = |prompt: &str| json!({"id": "census", "schedule": "every 1m", "prompt": prompt});
+    let (s, ja) = post("/p/a/api/jobs", "key-a", job("walrus census")).await;
+    assert_eq!(s, 201, "{ja}");
+    assert_eq!(post("/p/b/api/jobs", "key-b", job("penguin census")).await.0, 201);
+    let list_a = get("/p/a/api/jobs", "key-a").await.1.to_string();
+    let list_b = get("/p/b/api/jobs", "key-b").await.1.to_string();
+    assert!(list_a.contains("walrus census") && !list_a.contains("penguin"), "{list_a}");
+    assert!(list_b.contains("penguin census") && !list_b.contains("walrus"), "{list_b}");
+    assert!(!get("/api/jobs", API_KEY).await.1.to_string().contains("census"), "main has neither");
+
+    // A fire for /p/a/ runs a's job only; its token's audience is a's (agent:inst:a).
+    let fire_at = ja["job"]["next_run_at"].as_str().unwrap().to_string();
+    let body = json!({"job_id": "census", "fire_at": fire_at});
+    let (s, v) = post("/p/a/api/cron/fire", &rsa_fire_token("census", "inst", 0), body.clone()).await;
+    assert_eq!(s, 401, "main's audience is not a's: {v}");
+    llm.push(Reply::Text("Walrus count: 12.".into()));
+    let (s, v) = post("/p/a/api/cron/fire", &rsa_fire_token("census", "inst:a", 0), body).await;
+    assert_eq!((s, v["status"].as_str()), (200, Some("ok")), "{v}");
+    let reqs = llm.requests().iter().map(Value::to_string).collect::<Vec<_>>().join("\n");
+    assert!(reqs.contains("walrus census") && !reqs.contains("penguin census"), "only a's job ran");
+    assert!(get("/p/a/api/jobs/census/runs", "key-a").await.1.to_string().contains("Walrus count"));
+    assert!(!get("/p/b/api/jobs/census/runs", "key-b").await.1.to_string().contains("Walrus"));
+
+    // One store file, at the root; a routed profile made no file of its own there.
+    assert!(home.path().join("state.db").exists());
+    assert!(!home.path().join("profiles/a/state.db").exists());
+}

@@ -80,7 +80,7 @@ impl FireVerifier {
     /// documents are fetched through `fetcher`.
     pub fn from_config(cfg: &Loaded, fetcher: Arc<dyn JwksSource>) -> Result<Option<Self>, String> {
         let c = &cfg.settings.cron.chronos;
-        let audience = if c.expected_audience.is_empty() { format!("agent:{}", cfg.instance_id()) } else { c.expected_audience.clone() };
+        let audience = cfg.fire_audience();
         let issuer = (!c.portal_url.is_empty()).then(|| c.portal_url.trim_end_matches('/').to_string());
         let source = if !c.public_key_pem.is_empty() {
             let (k, f) = pem_key(&c.public_key_pem)?;

@@ -175,7 +175,7 @@ impl App {
     }
 
     /// The profile whose sessions this app serves.
-    pub(in crate::app) fn profile(&self) -> &crate::core::profile::Profile {
+    pub fn profile(&self) -> &crate::core::profile::Profile {
         &self.inner.cfg.profile
     }
 

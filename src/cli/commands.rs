@@ -29,7 +29,7 @@ pub async fn dispatch(cmd: Command, home: PathBuf, cfg: Loaded) -> anyhow::Resul
         Command::ChronosDev { listen, duplicates, audience, fire_early_secs } => {
             let listener = tokio::net::TcpListener::bind(&listen).await.with_context(|| format!("cannot listen on {listen}"))?;
             let issuer = format!("http://{}", listener.local_addr()?);
-            let audience = audience.unwrap_or_else(|| format!("agent:{}", cfg.instance_id()));
+            let audience = audience.unwrap_or_else(|| cfg.fire_audience());
             let key = crate::dev::chronos::load_or_create_key(&home)?;
             let clock = runtime::clock(&cfg);
             let state = crate::dev::chronos::ChronosDev::new(key, issuer, audience, duplicates, clock)?;

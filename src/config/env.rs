@@ -28,6 +28,11 @@ impl Env {
         Self(pairs.into_iter().map(|(k, v)| (k.into(), v.into())).collect())
     }
 
+    /// Every variable (name, value).
+    pub fn pairs(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
     /// A non-empty value.
     pub fn get(&self, k: &str) -> Option<&str> {
         self.0.get(k).map(String::as_str).filter(|v| !v.trim().is_empty())

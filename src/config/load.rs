@@ -96,6 +96,18 @@ impl Loaded {
         let id = &self.settings.cron.chronos.instance_id;
         if id.is_empty() { "hermes-zero".into() } else { id.clone() }
     }
+
+    /// The `aud` this agent's fire tokens must carry: `cron.chronos.expected_audience`, else
+    /// `agent:<instance id>` for `main` and `agent:<instance id>:<profile>` for a named
+    /// profile (docs/design.md#profiles), so one Chronos instance serves many profiles.
+    pub fn fire_audience(&self) -> String {
+        let c = &self.settings.cron.chronos;
+        match (c.expected_audience.is_empty(), self.profile.is_main()) {
+            (false, _) => c.expected_audience.clone(),
+            (true, true) => format!("agent:{}", self.instance_id()),
+            (true, false) => format!("agent:{}:{}", self.instance_id(), self.profile),
+        }
+    }
 }
 
 /// The prefix of platform `name`'s environment variables: its name in capitals, except

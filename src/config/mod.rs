@@ -9,6 +9,7 @@ mod env;
 mod hermes;
 mod load;
 pub mod models;
+pub mod profile_env;
 pub mod provider;
 mod types;
 

@@ -25,6 +25,7 @@ use crate::app::App;
 use crate::channels::Channels;
 use crate::config::{Env, load_settings};
 use crate::http::{HttpState, router};
+use crate::runtime::profiles::{Profiles, Served};
 use axum::Router;
 use chrono::{DateTime, Utc};
 use lambda_http::request::LambdaRequest;
@@ -102,7 +103,7 @@ async fn run() -> ExitCode {
     let owner = env
         .get("AWS_LAMBDA_LOG_STREAM_NAME")
         .map(|stream| crate::core::recovery::owner_id(&format!("lambda/{stream}"), std::process::id()));
-    let super::Wired { app, channels } = match super::wire_as(&home, cfg, owner).await {
+    let super::Wired { app, channels, shared } = match super::wire_as(&home, cfg, owner).await {
         Ok(w) => w,
         Err(e) => return init_failed(&api, "Runtime.StartError", &e.to_string(), ExitCode::FAILURE).await,
     };
@@ -116,10 +117,12 @@ async fn run() -> ExitCode {
     }
     cold_start(&app).await;
     let state = Arc::new(HttpState { app: app.clone(), channels: channels.clone(), api_key, provider: app.provider().as_str().into() });
-    let handler = Handler { app: app.clone(), router: router(state) };
+    let default = Served { app: app.clone(), channels, router: router(state) };
+    let profiles = Profiles::new(app.profile().clone(), default, shared, false);
+    let handler = Handler { app, router: super::profiles::routes(profiles.clone()), profiles: profiles.clone() };
     let runtime = Runtime::new(service_fn(move |ev: LambdaEvent<Value>| handler.clone().handle(ev)))
         .layer(TracingLayer::new())
-        .layer(SettleLayer { app, channels, first: Arc::new(AtomicBool::new(true)) });
+        .layer(SettleLayer { profiles, first: Arc::new(AtomicBool::new(true)) });
     match runtime.run().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -175,6 +178,7 @@ pub fn budget(deadline: SystemTime, now: SystemTime) -> Duration {
 struct Handler {
     app: App,
     router: Router,
+    profiles: Arc<Profiles>,
 }
 
 /// The occurrence in a fire event.
@@ -183,6 +187,9 @@ struct FireEvent {
     job_id: String,
     #[serde(default)]
     fire_at: Option<DateTime<Utc>>,
+    /// The profile whose job it is (docs/design.md#profiles); absent: the function's own.
+    #[serde(default)]
+    profile: Option<String>,
 }
 
 impl Handler {
@@ -201,7 +208,7 @@ impl Handler {
         }
         if payload.get(TICK_KEY).is_some() {
             // The turns it starts finish in the settle phase, after this answer.
-            super::ticker::tick(&self.app, false).await;
+            self.profiles.tick_all(false).await;
             return Ok(json!({"status": "ok"}));
         }
         let stage = payload.pointer("/requestContext/stage").and_then(Value::as_str).filter(|s| *s != "$default").map(str::to_string);
@@ -227,7 +234,14 @@ impl Handler {
                 return Ok(json!({"status": "invalid", "error": format!("malformed {FIRE_KEY}: {e}")}));
             }
         };
-        let status = self.app.jobs().fire(&ev.job_id, ev.fire_at, "eventbridge").await?;
+        let app = match ev.profile.as_deref() {
+            None => self.app.clone(),
+            Some(name) => match self.profiles.get(name).await {
+                Ok(s) => s.app,
+                Err(_) => return Ok(json!({"status": "invalid", "error": format!("unknown profile `{name}`")})),
+            },
+        };
+        let status = app.jobs().fire(&ev.job_id, ev.fire_at, "eventbridge").await?;
         Ok(status.to_json())
     }
 }
@@ -264,23 +278,21 @@ fn strip_stage(req: lambda_http::Request, stage: Option<&str>) -> lambda_http::R
 /// follow-up) runs in this process. Bounded by the invocation deadline minus a margin.
 #[derive(Clone)]
 struct SettleLayer {
-    app: App,
-    channels: Arc<Channels>,
+    profiles: Arc<Profiles>,
     first: Arc<AtomicBool>,
 }
 
 impl<S> Layer<S> for SettleLayer {
     type Service = Settle<S>;
     fn layer(&self, inner: S) -> Settle<S> {
-        Settle { inner, app: self.app.clone(), channels: self.channels.clone(), first: self.first.clone() }
+        Settle { inner, profiles: self.profiles.clone(), first: self.first.clone() }
     }
 }
 
 /// The service of [`SettleLayer`].
 struct Settle<S> {
     inner: S,
-    app: App,
-    channels: Arc<Channels>,
+    profiles: Arc<Profiles>,
     first: Arc<AtomicBool>,
 }
 
@@ -300,25 +312,32 @@ where
     fn call(&mut self, inv: LambdaInvocation) -> Self::Future {
         let deadline = inv.context.deadline();
         let posted = self.inner.call(inv);
-        let (app, channels, first) = (self.app.clone(), self.channels.clone(), self.first.swap(false, Ordering::SeqCst));
+        let (profiles, first) = (self.profiles.clone(), self.first.swap(false, Ordering::SeqCst));
         Box::pin(async move {
             let result = posted.await;
+            let app = profiles.default().app.clone();
+            // The default profile and every routed one this sandbox has served.
+            let served: Vec<Served> = std::iter::once(profiles.default().clone()).chain(profiles.cached()).collect();
             let settle = async {
                 if first {
                     app.recovery().reconcile_if_managed().await;
                 }
-                wait_idle(&app, &channels).await;
+                for s in &served {
+                    wait_idle(&s.app, &s.channels).await;
+                }
             };
             if tokio::time::timeout(budget(deadline, SystemTime::now()), settle).await.is_err() {
-                let running = app.recovery().running_turns();
+                let running: usize = served.iter().map(|s| s.app.recovery().running_turns()).sum();
                 tracing::warn!(
                     running,
                     "turns still running at the invocation deadline; they resume later or are recovered from their leases"
                 );
             }
-            arm_wake(&app).await;
-            // At most one counter write a minute per sandbox (docs/design.md#usage).
-            app.flush_usage(false).await;
+            for s in &served {
+                arm_wake(&s.app).await;
+                // At most one counter write a minute per sandbox (docs/design.md#usage).
+                s.app.flush_usage(false).await;
+            }
             result
         })
     }

@@ -4,6 +4,7 @@ pub mod idle;
 #[cfg(feature = "aws")]
 pub mod lambda;
 pub mod private;
+pub mod profiles;
 pub mod serve;
 pub mod telegram_poll;
 pub mod ticker;
@@ -25,16 +26,44 @@ pub enum StartError {
     Store(String),
 }
 
-/// Opens the configured store (DynamoDB: builds the client once, here).
+/// Opens the configured store (DynamoDB: builds the client once, here), seen as the
+/// configured profile's key space.
 pub async fn open_store(home: &Path, cfg: &Loaded) -> Result<Arc<dyn Store>, StartError> {
+    Ok(open_base(home, cfg).await?.scoped(cfg.profile.clone()))
+}
+
+/// The one store handle of a process, before a profile's key space is applied: every
+/// profile served by the process shares it (docs/design.md#profiles).
+#[derive(Clone)]
+pub enum BaseStore {
+    /// The embedded SQLite file.
+    Sqlite(SqliteStore),
+    /// The DynamoDB table.
+    #[cfg(feature = "aws")]
+    Dynamo(crate::store::dynamodb::DynamoStore),
+}
+
+impl BaseStore {
+    /// The store seen as `profile`'s key space.
+    pub fn scoped(&self, profile: crate::core::profile::Profile) -> Arc<dyn Store> {
+        match self {
+            Self::Sqlite(s) => Arc::new(s.clone().scoped(profile)),
+            #[cfg(feature = "aws")]
+            Self::Dynamo(s) => Arc::new(s.clone().scoped(profile)),
+        }
+    }
+}
+
+/// Opens the configured store without a profile's key space.
+pub async fn open_base(home: &Path, cfg: &Loaded) -> Result<BaseStore, StartError> {
     match cfg.settings.store.kind {
         StoreKind::Sqlite => {
             let path = cfg.store_home.as_deref().unwrap_or(home).join(&cfg.settings.store.path);
             let s = SqliteStore::open(&path).map_err(|e| StartError::Store(format!("cannot open {}: {e}", path.display())))?;
-            Ok(Arc::new(s.scoped(cfg.profile.clone())))
+            Ok(BaseStore::Sqlite(s))
         }
         #[cfg(feature = "aws")]
-        StoreKind::Dynamodb => Ok(Arc::new(connect_dynamodb(cfg).await?)),
+        StoreKind::Dynamodb => Ok(BaseStore::Dynamo(connect_dynamodb(cfg).await?)),
         #[cfg(not(feature = "aws"))]
         StoreKind::Dynamodb => Err(StartError::Store("store.kind dynamodb needs a build with `--features aws`".into())),
     }
@@ -47,7 +76,7 @@ async fn connect_dynamodb(cfg: &Loaded) -> Result<crate::store::dynamodb::Dynamo
     let endpoint = Some(st.endpoint.as_str()).filter(|e| !e.is_empty());
     crate::store::dynamodb::DynamoStore::connect(&st.dynamodb_table, endpoint)
         .await
-        .map(|s| s.with_shards(st.dynamodb_shards).scoped(cfg.profile.clone()))
+        .map(|s| s.with_shards(st.dynamodb_shards))
         .map_err(|e| StartError::Store(format!("cannot use DynamoDB table {}: {e}", st.dynamodb_table)))
 }
 
@@ -106,6 +135,8 @@ pub struct Wired {
     pub app: App,
     /// The platform channels.
     pub channels: Arc<Channels>,
+    /// What the profiles routed by this process share with it (docs/design.md#profiles).
+    pub shared: profiles::Shared,
 }
 
 /// Builds the app and the channels with real adapters.
@@ -123,14 +154,34 @@ pub async fn wire_as(home: &Path, cfg: Loaded, owner: Option<String>) -> Result<
 
 /// Builds the app and the channels, nothing started.
 async fn wire_parts(home: &Path, cfg: Loaded, owner: Option<String>) -> Result<Wired, StartError> {
+    let base = open_base(home, &cfg).await?;
+    Ok(wire_on(home, cfg, owner, base, false))
+}
+
+/// Builds the app and the channels over `base` seen as the configured profile's key
+/// space. A `routed` profile (one of many in the process, docs/design.md#profiles) never arms
+/// EventBridge schedules: their input and names do not carry the profile yet, so it uses
+/// Chronos when configured, else the ticker.
+pub fn wire_on(home: &Path, cfg: Loaded, owner: Option<String>, base: BaseStore, routed: bool) -> Wired {
+    let store = base.scoped(cfg.profile.clone());
+    let shared = profiles::Shared {
+        base,
+        root: cfg.store_home.clone().unwrap_or_else(|| home.to_path_buf()),
+        env: cfg.env.clone(),
+        owner: owner.clone(),
+    };
     // Every store call is counted for the dashboard's usage chart (docs/design.md#usage).
-    let counting = Arc::new(crate::store::counting::CountingStore::new(open_store(home, &cfg).await?));
+    let counting = Arc::new(crate::store::counting::CountingStore::new(store));
     let tally = counting.tally();
     let store: Arc<dyn crate::ports::Store> = counting;
     let llm = crate::clients::llm::from_config(&cfg);
     let channels = Arc::new(Channels::from_config(&cfg));
     let clock = clock(&cfg);
-    let timers = timers(&cfg, &clock);
+    let mut timers = timers(&cfg, &clock);
+    if routed && timers.provider() == TimerProvider::Eventbridge {
+        tracing::warn!(profile = %cfg.profile, "EventBridge timers are not available to a routed profile yet: its jobs run from the ticker");
+        timers = Arc::new(PollingTimers);
+    }
     let stt = crate::clients::stt::from_config(&cfg);
     let app = App::new(Parts {
         cfg: Arc::new(cfg),
@@ -146,7 +197,7 @@ async fn wire_parts(home: &Path, cfg: Loaded, owner: Option<String>) -> Result<W
         stt,
     });
     app.count_store_requests(tally);
-    Ok(Wired { app, channels })
+    Wired { app, channels, shared }
 }
 
 /// Builds the app with real adapters (for commands that serve no webhooks and run no agent

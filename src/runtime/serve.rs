@@ -6,6 +6,7 @@ use crate::app::{App, Wake};
 use crate::http::{HttpState, router};
 use crate::runtime::Wired;
 use crate::runtime::idle::Activity;
+use crate::runtime::profiles::{Profiles, Served};
 use rand::Rng;
 use secrecy::SecretString;
 use std::future::Future;
@@ -62,11 +63,13 @@ pub async fn run(
     idle_exit: Option<Duration>,
     polling: Option<super::telegram_poll::Polling>,
 ) -> anyhow::Result<()> {
-    let Wired { app, channels } = wired;
+    let Wired { app, channels, shared } = wired;
     let key = api_key(&app)?;
     let addr = listener.local_addr()?;
     let state =
         Arc::new(HttpState { app: app.clone(), channels: channels.clone(), api_key: Some(key), provider: app.provider().as_str().into() });
+    let default = Served { app: app.clone(), channels: channels.clone(), router: router(state) };
+    let profiles = Profiles::new(app.profile().clone(), default, shared, true);
     match app.jobs().sync_file().await {
         Ok(r) if !(r.created.is_empty() && r.updated.is_empty() && r.disabled.is_empty()) => {
             tracing::info!(file = %r.file, created = r.created.len(), updated = r.updated.len(), disabled = r.disabled.len(), "jobs.json synced")
@@ -78,7 +81,7 @@ pub async fn run(
     tracing::info!(provider = %choice.provider, why = %choice.why, "timer provider");
     app.recovery().reconcile_if_managed().await;
     app.recovery().startup_sweep().await?;
-    let ticker = tokio::spawn(super::ticker::run(app.clone()));
+    let ticker = tokio::spawn(super::ticker::run(profiles.clone()));
     let usage = tokio::spawn(flush_usage_every_minute(app.clone()));
     let (poll_stop, poll_rx) = tokio::sync::watch::channel(false);
     let polls = polling.is_some();
@@ -86,7 +89,8 @@ pub async fn run(
     tracing::info!(%addr, store = app.store_kind(), model = app.model_name(), idle_exit_secs = idle_exit.map(|d| d.as_secs()), "hermes-zero listening");
     println!("hermes-zero listening on http://{addr}");
     let activity = Arc::new(Activity::default());
-    let routes = router(state).layer(axum::middleware::from_fn_with_state(activity.clone(), super::idle::track));
+    let routes =
+        super::profiles::routes(profiles.clone()).layer(axum::middleware::from_fn_with_state(activity.clone(), super::idle::track));
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(async move {
         axum::serve(listener, routes)
@@ -116,9 +120,17 @@ pub async fn run(
     if let Some(p) = poller {
         let _ = tokio::time::timeout(Duration::from_secs(5), p).await;
     }
-    app.recovery().begin_shutdown().await;
+    let routed: Vec<App> = profiles.cached().into_iter().map(|s| s.app).collect();
+    for a in std::iter::once(&app).chain(&routed) {
+        a.recovery().begin_shutdown().await;
+    }
     let _ = stop_tx.send(());
     let drained = app.recovery().finish_shutdown().await;
+    for a in &routed {
+        a.recovery().finish_shutdown().await;
+        arm_leftover_wake(a).await;
+        a.flush_usage(true).await;
+    }
     let _ = tokio::time::timeout(Duration::from_secs(2), server).await;
     arm_leftover_wake(&app).await;
     app.flush_usage(true).await;

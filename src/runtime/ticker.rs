@@ -12,13 +12,14 @@ pub async fn tick(app: &App, wait: bool) {
     app.recovery().tick(wait).await;
 }
 
-/// Ticks forever (until the task is aborted).
-pub async fn run(app: App) {
-    let mut iv = tokio::time::interval(app.recovery().tick_interval());
+/// Ticks forever (until the task is aborted), at the default profile's interval: the
+/// default profile, then every other profile on disk (docs/design.md#profiles).
+pub async fn run(profiles: std::sync::Arc<super::profiles::Profiles>) {
+    let mut iv = tokio::time::interval(profiles.default().app.recovery().tick_interval());
     iv.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     iv.tick().await;
     loop {
         iv.tick().await;
-        tick(&app, false).await;
+        profiles.tick_all(false).await;
     }
 }
