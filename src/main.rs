@@ -3,7 +3,7 @@
 
 use clap::Parser;
 use std::process::ExitCode;
-use tracing_subscriber::filter::Targets;
+use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
@@ -15,7 +15,8 @@ fn main() -> ExitCode {
     let on_lambda = std::env::var_os(LAMBDA_VAR).is_some_and(|v| !v.is_empty());
     // `RUST_LOG` as a list of `target=level` directives (`warn`, `hermes_zero=debug,info`);
     // unset, empty or unparsable: the default level. `Targets` rather than `EnvFilter`: no
-    // span/field filters, and no regex engine in the binary (BENCHMARKS.md §5).
+    // span/field filters, and no regex engine in the binary (BENCHMARKS.md §5). The fmt layer
+    // itself lets everything through (its own default is INFO); `Targets` decides.
     let filter = |default: &str| {
         std::env::var("RUST_LOG")
             .ok()
@@ -25,11 +26,24 @@ fn main() -> ExitCode {
     };
     if on_lambda {
         // CloudWatch: one JSON object per line, no colours.
-        tracing_subscriber::fmt().json().with_writer(std::io::stderr).with_ansi(false).finish().with(filter("info")).init();
+        tracing_subscriber::fmt()
+            .json()
+            .with_max_level(LevelFilter::TRACE)
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .finish()
+            .with(filter("info"))
+            .init();
         return lambda();
     }
     let cli = hermes_zero::cli::Cli::parse();
-    tracing_subscriber::fmt().with_writer(std::io::stderr).with_target(false).finish().with(filter(cli.default_log_level())).init();
+    tracing_subscriber::fmt()
+        .with_max_level(LevelFilter::TRACE)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .finish()
+        .with(filter(cli.default_log_level()))
+        .init();
     hermes_zero::cli::run(cli)
 }
 
