@@ -3,22 +3,47 @@
 
 use clap::Parser;
 use std::process::ExitCode;
+use tracing_subscriber::filter::{LevelFilter, Targets};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 /// Set by the Lambda service; its presence means "run as a Lambda function" (docs/design.md#cli).
 const LAMBDA_VAR: &str = "AWS_LAMBDA_RUNTIME_API";
 
 fn main() -> ExitCode {
+    hermes_zero::clients::install_crypto_provider();
     let on_lambda = std::env::var_os(LAMBDA_VAR).is_some_and(|v| !v.is_empty());
+    // `RUST_LOG` as a list of `target=level` directives (`warn`, `hermes_zero=debug,info`);
+    // unset, empty or unparsable: the default level. `Targets` rather than `EnvFilter`: no
+    // span/field filters, and no regex engine in the binary (BENCHMARKS.md §5). The fmt layer
+    // itself lets everything through (its own default is INFO); `Targets` decides.
     let filter = |default: &str| {
-        tracing_subscriber::EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default))
+        std::env::var("RUST_LOG")
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+            .and_then(|v| v.parse::<Targets>().ok())
+            .unwrap_or_else(|| default.parse::<Targets>().unwrap_or_default())
     };
     if on_lambda {
         // CloudWatch: one JSON object per line, no colours.
-        tracing_subscriber::fmt().json().with_env_filter(filter("info")).with_writer(std::io::stderr).with_ansi(false).init();
+        tracing_subscriber::fmt()
+            .json()
+            .with_max_level(LevelFilter::TRACE)
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .finish()
+            .with(filter("info"))
+            .init();
         return lambda();
     }
     let cli = hermes_zero::cli::Cli::parse();
-    tracing_subscriber::fmt().with_env_filter(filter(cli.default_log_level())).with_writer(std::io::stderr).with_target(false).init();
+    tracing_subscriber::fmt()
+        .with_max_level(LevelFilter::TRACE)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .finish()
+        .with(filter(cli.default_log_level()))
+        .init();
     hermes_zero::cli::run(cli)
 }
 

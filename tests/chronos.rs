@@ -65,7 +65,14 @@ fn start_agent(s: &Setup) -> Gateway {
 }
 
 async fn armed(dev_url: &str) -> Vec<Value> {
-    let r = reqwest::Client::new().get(format!("{dev_url}/api/agent-cron/list")).bearer_auth("t").send().await.unwrap();
+    let r = hermes_zero::clients::client_builder()
+        .build()
+        .unwrap()
+        .get(format!("{dev_url}/api/agent-cron/list"))
+        .bearer_auth("t")
+        .send()
+        .await
+        .unwrap();
     r.json::<Value>().await.unwrap()["armed"].as_array().cloned().unwrap_or_default()
 }
 

@@ -280,7 +280,7 @@ impl Lane {
         );
         home.write("config.yaml", &config(Some(llm), Some(tg), &extra));
         let rng = StdRng::seed_from_u64(seed ^ (0x9e37_79b9_7f4a_7c15u64.wrapping_mul(id as u64 + 1)));
-        let http = reqwest::Client::builder().timeout(Duration::from_secs(5)).pool_max_idle_per_host(0).build().unwrap();
+        let http = hermes_zero::clients::client_builder().timeout(Duration::from_secs(5)).pool_max_idle_per_host(0).build().unwrap();
         Self {
             id,
             home,

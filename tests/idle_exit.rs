@@ -41,7 +41,7 @@ fn exit_code_within(child: &mut Child, secs: u64) -> Option<i32> {
 }
 
 fn client() -> reqwest::Client {
-    reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap()
+    hermes_zero::clients::client_builder().timeout(Duration::from_secs(60)).build().unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

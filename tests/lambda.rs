@@ -644,7 +644,7 @@ async fn fake_platforms() -> (String, Posts) {
 }
 
 fn hmac_hex(secret: &str, data: &[u8]) -> String {
-    use aws_lc_rs::hmac;
+    use ring::hmac;
     hmac::sign(&hmac::Key::new(hmac::HMAC_SHA256, secret.as_bytes()), data).as_ref().iter().map(|b| format!("{b:02x}")).collect()
 }
 

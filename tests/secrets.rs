@@ -106,7 +106,7 @@ platforms:\n  telegram:\n    api_base: {}\n    allowed_users: ['42']\n  discord:
     run(h, &["cron", "add", "every 1h", "report", "--name", "both", "--deliver", "telegram:42,discord:555"], "add");
 
     let gw = serve(h);
-    let http = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
+    let http = hermes_zero::clients::client_builder().timeout(Duration::from_secs(30)).build().unwrap();
     let url = |p: &str| format!("{}{p}", gw.base);
     let mut a = Answers::default();
     let msg = json!({"chat_id": "c1", "user_id": "u1", "text": "hello"});

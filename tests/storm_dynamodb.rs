@@ -16,7 +16,7 @@ const OFFSET: i64 = 3660;
 /// Forwards one request at a time to moto: moto's transactions are not atomic against
 /// concurrent ones (DynamoDB's are), so it is made linearizable the way DynamoDB is.
 async fn linearized(upstream: String) -> String {
-    let gate = Arc::new(tokio::sync::Mutex::new(reqwest::Client::new()));
+    let gate = Arc::new(tokio::sync::Mutex::new(hermes_zero::clients::client_builder().build().unwrap()));
     let app = axum::Router::new().fallback(move |req: axum::extract::Request| {
         let (gate, upstream) = (gate.clone(), upstream.clone());
         async move {

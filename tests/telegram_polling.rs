@@ -122,7 +122,7 @@ fn start_polling_at(home: &TempHome, envs: &[(&str, &str)]) -> (KillOnDrop, Stri
 
 /// Waits until no session has a running turn (its lease released).
 async fn wait_idle(base: &str, secs: u64) -> bool {
-    let http = reqwest::Client::new();
+    let http = hermes_zero::clients::client_builder().build().unwrap();
     let deadline = Instant::now() + Duration::from_secs(secs);
     while Instant::now() < deadline {
         let r = http.get(format!("{base}/api/sessions")).bearer_auth(API_KEY).send().await.unwrap();

@@ -45,7 +45,7 @@ impl Driver {
             .expect("start chromedriver");
         let url = format!("http://127.0.0.1:{port}");
         let driver = Self { child, url };
-        let http = reqwest::Client::builder().timeout(Duration::from_secs(2)).build().unwrap();
+        let http = hermes_zero::clients::client_builder().timeout(Duration::from_secs(2)).build().unwrap();
         let deadline = Instant::now() + WAIT;
         loop {
             let ready = match http.get(format!("{}/status", driver.url)).send().await {
@@ -94,6 +94,8 @@ async fn browser(driver: &Driver, profile: &Path) -> Client {
     args.push(format!("--user-data-dir={}", profile.display()));
     let caps = json!({"browserName": "chrome", "goog:chromeOptions": {"binary": CHROMIUM, "args": args}});
     let caps = caps.as_object().unwrap().clone();
+    // fantoccini's hyper-rustls brings aws-lc into test builds next to our ring: name one.
+    hermes_zero::clients::install_crypto_provider();
     ClientBuilder::rustls().expect("TLS roots").capabilities(caps).connect(&driver.url).await.expect("open a Chromium session")
 }
 

@@ -13,6 +13,15 @@ pub mod stt;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+/// Makes ring the process's rustls crypto provider (docs/design.md#tls-roots). The binary
+/// calls it first thing; [`tls_config`] names ring explicitly anyway, so this only matters
+/// for a client built without it (a fallback `reqwest::Client::new()`, a library's own
+/// client), which would otherwise panic: reqwest is built without a provider of its own.
+/// Calling it again is harmless.
+pub fn install_crypto_provider() {
+    let _already = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// The process's one TLS client configuration, built on first use: the Mozilla root
 /// certificates compiled into the binary (`webpki-roots`, what Hermes gets from certifi),
 /// plus the PEM certificates of `SSL_CERT_FILE` when that is set (a private CA, a corporate
@@ -33,7 +42,8 @@ pub fn tls_config() -> rustls::ClientConfig {
                     Err(e) => tracing::warn!(error = %e, "SSL_CERT_FILE could not be read; using the built-in roots only"),
                 }
             }
-            let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+            install_crypto_provider();
+            let provider = Arc::new(rustls::crypto::ring::default_provider());
             rustls::ClientConfig::builder_with_provider(provider)
                 .with_safe_default_protocol_versions()
                 .map(|b| b.with_root_certificates(roots).with_no_client_auth())

@@ -4,7 +4,6 @@
 //! `--duplicates N` extra times (each with its own `jti`) to exercise at-most-once.
 
 use crate::ports::Clock;
-use aws_lc_rs::signature::{Ed25519KeyPair, KeyPair};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
@@ -13,6 +12,7 @@ use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use chrono::{DateTime, SecondsFormat, Utc};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use ring::signature::{Ed25519KeyPair, KeyPair};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::Path;
@@ -52,8 +52,7 @@ pub fn load_or_create_key(home: &Path) -> anyhow::Result<Vec<u8>> {
         let b64: String = text.lines().filter(|l| !l.starts_with("-----")).collect();
         return Ok(STANDARD.decode(b64.trim())?);
     }
-    let doc =
-        Ed25519KeyPair::generate_pkcs8(&aws_lc_rs::rand::SystemRandom::new()).map_err(|_| anyhow::anyhow!("cannot generate a key"))?;
+    let doc = Ed25519KeyPair::generate_pkcs8(&ring::rand::SystemRandom::new()).map_err(|_| anyhow::anyhow!("cannot generate a key"))?;
     let der = doc.as_ref().to_vec();
     let b64 = STANDARD.encode(&der);
     let body: Vec<String> = b64.as_bytes().chunks(64).map(|c| String::from_utf8_lossy(c).into_owned()).collect();

@@ -210,7 +210,12 @@ impl Gateway {
         let mut all = vec![("API_SERVER_KEY", API_KEY), ("TELEGRAM_BOT_TOKEN", "123:abc"), ("TELEGRAM_WEBHOOK_SECRET", "tg-secret")];
         all.extend_from_slice(envs);
         let (child, base) = spawn_listening(&["--home", home.to_str().unwrap(), "serve", "--listen", listen], &all, "listening on ");
-        Self { child, base, key: API_KEY.into(), http: reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap() }
+        Self {
+            child,
+            base,
+            key: API_KEY.into(),
+            http: hermes_zero::clients::client_builder().timeout(Duration::from_secs(30)).build().unwrap(),
+        }
     }
 
     pub async fn post_message(&self, body: Value) -> (u16, Value) {
@@ -440,7 +445,7 @@ pub async fn fire_storm(
     n: usize,
     in_flight: usize,
 ) -> (usize, usize) {
-    let http = reqwest::Client::builder().pool_max_idle_per_host(64).timeout(Duration::from_secs(120)).build().unwrap();
+    let http = hermes_zero::clients::client_builder().pool_max_idle_per_host(64).timeout(Duration::from_secs(120)).build().unwrap();
     let gate = Arc::new(tokio::sync::Semaphore::new(in_flight));
     let mut tasks = Vec::new();
     for i in 0..n {

@@ -162,7 +162,7 @@ fn resolve(ctx: &ToolCtx<'_>, label: &str) -> Result<Target, ToolError> {
 /// The ledger record of this call: its own occurrence key space (`send~…`; `~` is never part
 /// of a job id) and a target that includes a digest of the text.
 fn ledger_key(ctx: &ToolCtx<'_>, target: &Target, message: &str) -> (Occurrence, String) {
-    let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, message.as_bytes());
+    let digest = ring::digest::digest(&ring::digest::SHA256, message.as_bytes());
     let hex: String = digest.as_ref().iter().take(8).map(|b| format!("{b:02x}")).collect();
     let occ = Occurrence::new(&format!("send~{}~{}", ctx.session_id, ctx.call_id.unwrap_or_default()), DateTime::UNIX_EPOCH);
     (occ, format!("{}~{hex}", label_of(target)))

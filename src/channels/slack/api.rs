@@ -152,7 +152,11 @@ mod tests {
 
     #[test]
     fn the_token_goes_only_to_slack_or_the_configured_host() {
-        let c = SlackClient::new(reqwest::Client::new(), "http://127.0.0.1:9/api", SecretString::from("xoxb".to_string()));
+        let c = SlackClient::new(
+            crate::clients::client_builder().build().unwrap(),
+            "http://127.0.0.1:9/api",
+            SecretString::from("xoxb".to_string()),
+        );
         assert!(c.trusted("https://files.slack.com/files-pri/T1-F1/a.png"));
         assert!(c.trusted("http://127.0.0.1:9/files/a.png"));
         assert!(!c.trusted("http://files.slack.com/files-pri/T1-F1/a.png"), "not https");

@@ -3,8 +3,8 @@
 //! timestamp; and a small in-memory cache of the signatures seen inside the window, so the
 //! very same signed request replayed is refused.
 
-use aws_lc_rs::hmac;
 use chrono::{DateTime, Utc};
+use ring::hmac;
 use std::collections::{HashSet, VecDeque};
 use std::sync::Mutex;
 

@@ -1,7 +1,7 @@
 //! Meta's webhook signature: `X-Hub-Signature-256: sha256=<hex>`, the HMAC-SHA256 of the raw
 //! request body keyed with the app secret, checked in constant time.
 
-use aws_lc_rs::hmac;
+use ring::hmac;
 
 /// Header carrying the signature.
 pub const SIGNATURE_HEADER: &str = "x-hub-signature-256";

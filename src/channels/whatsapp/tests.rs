@@ -19,7 +19,13 @@ fn channel(api_base: &str) -> WhatsApp {
         app_secret: Some("app-secret".to_string().into()),
         verify_token: Some("verify-me".to_string().into()),
         phone_number_id: Some("PN1".into()),
-        client: Some(GraphClient::new(reqwest::Client::new(), api_base, "v21.0", "tok".to_string().into(), "PN1".into())),
+        client: Some(GraphClient::new(
+            crate::clients::client_builder().build().unwrap(),
+            api_base,
+            "v21.0",
+            "tok".to_string().into(),
+            "PN1".into(),
+        )),
     }
 }
 
@@ -202,7 +208,7 @@ fn settings_come_from_hermes_whatsapp_cloud_variables() {
     let p = cfg.platform("whatsapp");
     assert_eq!(p.allowed_users, ["4915100000001", "4915100000002"], "Hermes' plain WHATSAPP_* belong to its Baileys bridge");
     assert_eq!(p.home_channel, "4915100000001");
-    let ch = WhatsApp::from_config(&cfg, reqwest::Client::new());
+    let ch = WhatsApp::from_config(&cfg, crate::clients::client_builder().build().unwrap());
     assert!(matches!(ch.ready(), Err(DeliveryError::NotConfigured(m)) if m.contains("WHATSAPP_CLOUD_PHONE_NUMBER_ID")));
 }
 
@@ -219,6 +225,7 @@ async fn fetch_refuses_ids_that_are_not_graph_ids() {
 async fn a_rejected_token_is_permanent() {
     let (url, _) = fake_graph(1).await;
     let mut ch = channel(&url);
-    ch.client = Some(GraphClient::new(reqwest::Client::new(), &url, "v21.0", "wrong".to_string().into(), "PN1".into()));
+    ch.client =
+        Some(GraphClient::new(crate::clients::client_builder().build().unwrap(), &url, "v21.0", "wrong".to_string().into(), "PN1".into()));
     assert!(matches!(ch.fetch(&image("M"), 8).await, Err(DeliveryError::Permanent(m)) if m.contains("190")));
 }

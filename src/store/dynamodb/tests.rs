@@ -34,7 +34,7 @@ type Requests = Arc<std::sync::Mutex<std::collections::BTreeMap<String, u64>>>;
 async fn linearized(upstream: String, seen: Requests) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let gate = Arc::new(tokio::sync::Mutex::new(reqwest::Client::new()));
+    let gate = Arc::new(tokio::sync::Mutex::new(crate::clients::client_builder().build().unwrap()));
     let app = axum::Router::new().fallback(move |req: axum::extract::Request| {
         let op = req.headers().get("x-amz-target").and_then(|v| v.to_str().ok()).unwrap_or("?");
         let op = op.rsplit('.').next().unwrap_or(op).to_string();
