@@ -137,7 +137,7 @@ impl EventBridgeTimers {
                     .operation_attempt_timeout(Duration::from_secs(5))
                     .operation_timeout(Duration::from_secs(15))
                     .build();
-                let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest()).timeout_config(timeouts).load().await;
+                let sdk = crate::clients::aws_sdk_loader().timeout_config(timeouts).load().await;
                 let mut conf = aws_sdk_scheduler::config::Builder::from(&sdk);
                 if let Some(ep) = &self.endpoint {
                     conf = conf.endpoint_url(ep);

@@ -22,6 +22,16 @@ pub fn install_crypto_provider() {
     let _already = rustls::crypto::ring::default_provider().install_default();
 }
 
+/// The AWS SDK's loader with its HTTPS client on rustls + ring, the crypto every other client
+/// uses, instead of the SDK default's aws-lc (one crypto library in the Lambda build;
+/// docs/design.md#tls-roots). The SDK's own client reads the system roots, as its default does.
+#[cfg(feature = "aws")]
+pub fn aws_sdk_loader() -> aws_config::ConfigLoader {
+    use aws_smithy_http_client::tls::{Provider, rustls_provider::CryptoMode};
+    let http = aws_smithy_http_client::Builder::new().tls_provider(Provider::Rustls(CryptoMode::Ring)).build_https();
+    aws_config::defaults(aws_config::BehaviorVersion::latest()).http_client(http)
+}
+
 /// The process's one TLS client configuration, built on first use: the Mozilla root
 /// certificates compiled into the binary (`webpki-roots`, what Hermes gets from certifi),
 /// plus the PEM certificates of `SSL_CERT_FILE` when that is set (a private CA, a corporate

@@ -197,7 +197,7 @@ impl DynamoStore {
             .operation_attempt_timeout(Duration::from_secs(10))
             .operation_timeout(Duration::from_secs(30))
             .build();
-        let cfg = aws_config::defaults(aws_config::BehaviorVersion::latest()).timeout_config(timeouts).load().await;
+        let cfg = crate::clients::aws_sdk_loader().timeout_config(timeouts).load().await;
         if cfg.region().is_none() {
             return Err(DynamoError::NoRegion.into());
         }
