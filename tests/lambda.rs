@@ -266,6 +266,7 @@ async fn moto_schedules(endpoint: &str, group: &str) -> Vec<(String, String)> {
         .region(Region::new("us-east-1"))
         .credentials_provider(Credentials::new("testing", "testing", None, None, "tests"))
         .endpoint_url(endpoint)
+        .http_client(hermes_zero::clients::aws_sdk_http_client())
         .build();
     let c = aws_sdk_scheduler::Client::from_conf(conf);
     let out = c.list_schedules().group_name(group).send().await.unwrap();

@@ -27,9 +27,15 @@ pub fn install_crypto_provider() {
 /// docs/design.md#tls-roots). The SDK's own client reads the system roots, as its default does.
 #[cfg(feature = "aws")]
 pub fn aws_sdk_loader() -> aws_config::ConfigLoader {
+    aws_config::defaults(aws_config::BehaviorVersion::latest()).http_client(aws_sdk_http_client())
+}
+
+/// The AWS SDK's HTTPS client on rustls + ring ([`aws_sdk_loader`]), for a client configured
+/// by hand (tests against a local server).
+#[cfg(feature = "aws")]
+pub fn aws_sdk_http_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
     use aws_smithy_http_client::tls::{Provider, rustls_provider::CryptoMode};
-    let http = aws_smithy_http_client::Builder::new().tls_provider(Provider::Rustls(CryptoMode::Ring)).build_https();
-    aws_config::defaults(aws_config::BehaviorVersion::latest()).http_client(http)
+    aws_smithy_http_client::Builder::new().tls_provider(Provider::Rustls(CryptoMode::Ring)).build_https()
 }
 
 /// The process's one TLS client configuration, built on first use: the Mozilla root

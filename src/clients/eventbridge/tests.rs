@@ -52,6 +52,7 @@ fn client(endpoint: &str) -> Client {
         .region(Region::new("us-east-1"))
         .credentials_provider(Credentials::new("testing", "testing", None, None, "tests"))
         .endpoint_url(endpoint)
+        .http_client(crate::clients::aws_sdk_http_client())
         .build();
     Client::from_conf(conf)
 }

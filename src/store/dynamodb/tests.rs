@@ -75,7 +75,7 @@ async fn forward(
 /// A handle on `table` at the local server, with test credentials and region fixed here so
 /// the tests do not depend on the caller's AWS environment.
 pub(super) async fn handle(endpoint: &str, table: &str) -> DynamoStore {
-    let cfg = aws_config::defaults(aws_config::BehaviorVersion::latest())
+    let cfg = crate::clients::aws_sdk_loader()
         .region(Region::new("us-east-1"))
         .credentials_provider(Credentials::new("testing", "testing", None, None, "hz-tests"))
         .endpoint_url(endpoint)
