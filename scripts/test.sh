@@ -126,6 +126,17 @@ if [ -n "$CLOCK_DATES" ]; then
     step "installing faketime (Debian) for the shifted-clock pass"
     apt_install faketime
   fi
+  # The faketime wrapper names a POSIX semaphore and a shared-memory segment after its own
+  # pid (/dev/shm/sem.faketime_sem_<pid>, faketime_shm_<pid>) and removes them on exit; a
+  # wrapper that was killed (a stopped moto, a test killed on timeout) leaves them behind,
+  # and a later wrapper that gets the same pid fails before running its test ("sem_open:
+  # File exists"). Remove those of processes that no longer exist: a live pid cannot be
+  # handed out again, so nothing in use is touched.
+  for f in /dev/shm/sem.faketime_sem_* /dev/shm/faketime_shm_*; do
+    [ -e "$f" ] || continue
+    pid=${f##*_}
+    kill -0 "$pid" 2>/dev/null || rm -f "$f" 2>/dev/null || true
+  done
   # The test runner of the host target (e.g. CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER).
   host=$(rustc -vV | sed -n 's/^host: //p')
   RUNNER_VAR="CARGO_TARGET_$(printf '%s' "$host" | tr 'a-z-' 'A-Z_')_RUNNER"
