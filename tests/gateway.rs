@@ -219,3 +219,17 @@ async fn serve_creates_a_private_api_key_and_never_logs_it() {
     assert!(logs.contains(key_path.to_str().unwrap()), "says where the key is: {logs}");
     assert!(!logs.contains(key.trim()), "the key itself is never printed");
 }
+
+/// build.rs links the binary as a non-PIE executable on Linux (BENCHMARKS.md §5): the ELF
+/// header says `ET_EXEC` (2), not `ET_DYN` (3, a PIE), and there is no table of relative
+/// relocations for the loader to apply at every start.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_binary_is_linked_without_pie() {
+    let elf = std::fs::read(bin()).unwrap();
+    assert_eq!(&elf[..4], b"\x7fELF", "not an ELF file");
+    assert_eq!(elf[4], 2, "a 64-bit ELF");
+    assert_eq!(elf[5], 1, "little-endian");
+    let e_type = u16::from_le_bytes([elf[16], elf[17]]);
+    assert_eq!(e_type, 2, "ELF type {e_type}: 2 is a fixed-address executable, 3 a PIE (build.rs passes -no-pie)");
+}

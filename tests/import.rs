@@ -194,19 +194,9 @@ async fn a_hermes_home_imports_once_with_ids_titles_times_and_order() {
 #[cfg(feature = "aws")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hermes_home_imports_into_dynamodb() {
-    let Ok(moto) = std::env::var("HZ_MOTO_ENDPOINT") else {
-        println!("dynamodb import skipped: HZ_MOTO_ENDPOINT not set (scripts/test.sh starts moto)");
-        return;
-    };
+    let Some(moto) = moto_endpoint("dynamodb import") else { return };
     let table = format!("hz-import-{:08x}", rand::random::<u32>());
-    let envs = [
-        ("HERMES_STORE", "dynamodb"),
-        ("HERMES_DYNAMODB_TABLE", table.as_str()),
-        ("AWS_ENDPOINT_URL_DYNAMODB", moto.as_str()),
-        ("AWS_ACCESS_KEY_ID", "testing"),
-        ("AWS_SECRET_ACCESS_KEY", "testing"),
-        ("AWS_REGION", "us-east-1"),
-    ];
+    let envs = moto_store_env(&moto, &table);
     let src = hermes_home();
     let home = TempHome::new("import-ddb");
     tokio::task::block_in_place(|| {

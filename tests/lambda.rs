@@ -16,7 +16,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use common::{API_KEY, FakeLlm, TempHome};
+use common::{API_KEY, FakeLlm, TempHome, moto_endpoint, moto_store_env};
 use serde_json::{Value, json};
 use std::collections::{HashMap, VecDeque};
 use std::process::{Child, Command, Stdio};
@@ -428,23 +428,14 @@ type Envs = Vec<(String, String)>;
 /// with `doctor --create-table`) and schedule group. None (with a note) without
 /// `HZ_MOTO_ENDPOINT`; scripts/test.sh always sets it.
 fn moto_dynamodb(tag: &str) -> Option<(Envs, String, String)> {
-    let Some(moto) = std::env::var("HZ_MOTO_ENDPOINT").ok().filter(|e| !e.is_empty()) else {
-        eprintln!("note: HZ_MOTO_ENDPOINT is not set; the Lambda + DynamoDB test is skipped (scripts/test.sh starts moto)");
-        return None;
-    };
+    let moto = moto_endpoint("the Lambda + DynamoDB test")?;
     let table = format!("hz-{tag}-{:08x}", rand::random::<u32>());
     let group = format!("hz-{tag}-{:08x}", rand::random::<u32>());
-    let envs = [
-        ("HERMES_STORE", "dynamodb"),
-        ("HERMES_DYNAMODB_TABLE", table.as_str()),
-        ("AWS_ENDPOINT_URL_DYNAMODB", moto.as_str()),
-        ("AWS_ENDPOINT_URL_SCHEDULER", moto.as_str()),
-        ("AWS_ACCESS_KEY_ID", "testing"),
-        ("AWS_SECRET_ACCESS_KEY", "testing"),
-        ("AWS_REGION", "us-east-1"),
-    ]
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .to_vec();
+    let envs = moto_store_env(&moto, &table)
+        .iter()
+        .chain(&[("AWS_ENDPOINT_URL_SCHEDULER", moto.as_str())])
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     Some((envs, group, moto))
 }
 

@@ -37,19 +37,9 @@ async fn two_profiles_share_a_store_and_see_nothing_of_each_other() {
 #[cfg(feature = "aws")]
 #[tokio::test]
 async fn two_profiles_share_a_dynamodb_table_and_see_nothing_of_each_other() {
-    let Ok(moto) = std::env::var("HZ_MOTO_ENDPOINT") else {
-        println!("dynamodb profiles skipped: HZ_MOTO_ENDPOINT not set (scripts/test.sh starts moto)");
-        return;
-    };
+    let Some(moto) = moto_endpoint("dynamodb profiles") else { return };
     let table = format!("hz-profiles-{:08x}", rand::random::<u32>());
-    let envs = [
-        ("HERMES_STORE", "dynamodb"),
-        ("HERMES_DYNAMODB_TABLE", table.as_str()),
-        ("AWS_ENDPOINT_URL_DYNAMODB", moto.as_str()),
-        ("AWS_ACCESS_KEY_ID", "testing"),
-        ("AWS_SECRET_ACCESS_KEY", "testing"),
-        ("AWS_REGION", "us-east-1"),
-    ];
+    let envs = moto_store_env(&moto, &table);
     let home = TempHome::new("profiles-ddb");
     let created = cli(home.path(), &["doctor", "--create-table"], &envs);
     assert!(stdout(&created).contains(&format!("created DynamoDB table {table}")), "{}{}", stdout(&created), stderr(&created));

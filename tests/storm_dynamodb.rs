@@ -47,26 +47,15 @@ async fn linearized(upstream: String) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn five_hundred_identical_fires_on_dynamodb_run_once() {
-    let Ok(moto) = std::env::var("HZ_MOTO_ENDPOINT") else {
-        println!("dynamodb storm skipped: HZ_MOTO_ENDPOINT not set (scripts/test.sh starts moto)");
-        return;
-    };
+    let Some(moto) = moto_endpoint("dynamodb storm") else { return };
     let endpoint = linearized(moto).await;
     let table = format!("hz-storm-{:08x}", rand::random::<u32>());
-    let envs = [
-        ("HERMES_STORE", "dynamodb"),
-        ("HERMES_DYNAMODB_TABLE", table.as_str()),
-        ("AWS_ENDPOINT_URL_DYNAMODB", endpoint.as_str()),
-        ("AWS_ACCESS_KEY_ID", "testing"),
-        ("AWS_SECRET_ACCESS_KEY", "testing"),
-        ("AWS_REGION", "us-east-1"),
-        ("TELEGRAM_BOT_TOKEN", ""),
-    ];
+    let envs = [&moto_store_env(&endpoint, &table)[..], &[("TELEGRAM_BOT_TOKEN", "")]].concat();
     let llm = FakeLlm::start().await;
     let home = TempHome::new("storm-ddb");
     home.write("config.yaml", &config(Some(&llm), None, &pinned_key_chronos("storm")));
     let h = home.path().to_path_buf();
-    let e = envs.map(|(k, v)| (k.to_string(), v.to_string()));
+    let e: Vec<(String, String)> = envs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     let out = tokio::task::spawn_blocking(move || {
         let envs: Vec<(&str, &str)> = e.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         let created = cli(&h, &["doctor", "--create-table"], &envs);

@@ -371,6 +371,31 @@ async fn discord_handler(
     Json(json!({"id": "1"}))
 }
 
+/// The moto endpoint of `HZ_MOTO_ENDPOINT` (scripts/test.sh starts moto), or `None` after a
+/// line saying that `what` is skipped without it.
+#[allow(dead_code)]
+pub fn moto_endpoint(what: &str) -> Option<String> {
+    let e = std::env::var("HZ_MOTO_ENDPOINT").ok().filter(|e| !e.is_empty());
+    if e.is_none() {
+        println!("{what} skipped: HZ_MOTO_ENDPOINT not set (scripts/test.sh starts moto)");
+    }
+    e
+}
+
+/// The environment that puts a gateway or a CLI command on DynamoDB `table` at the moto
+/// `endpoint`, with moto's test credentials.
+#[allow(dead_code)]
+pub fn moto_store_env<'a>(endpoint: &'a str, table: &'a str) -> [(&'static str, &'a str); 6] {
+    [
+        ("HERMES_STORE", "dynamodb"),
+        ("HERMES_DYNAMODB_TABLE", table),
+        ("AWS_ENDPOINT_URL_DYNAMODB", endpoint),
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+        ("AWS_REGION", "us-east-1"),
+    ]
+}
+
 /// A free local port (bound then released; fine for tests that must know a port up front).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
