@@ -5,14 +5,18 @@ Measures: cold start (exec to first 200 on /healthz, median of 20 runs on a temp
 SQLite store exists, i.e. a restart; plus 5 first starts on fresh homes), idle RSS, per-message latency through
 POST /api/messages with an instant fake OpenAI-compatible model (200 sequential requests,
 then 100 chats concurrently), and RSS after 1,000, 3,000 and 30,000 turns (the leak check:
-flat from 3,000 to 30,000). `--quick` stops after 3,000 turns.
+flat from 3,000 to 30,000). `--quick` stops after 3,000 turns. `--first-turn` also measures
+exec to the first answered POST /api/messages (20 restarts: the start-up recovery and the
+first turn, through the fake model); `--cold` stops after the start-up figures.
 
-Usage: scripts/bench/serve.py [--quick] [path/to/hermes-zero]   (default: target/release/hermes-zero)
+Usage: scripts/bench/serve.py [--quick] [--first-turn] [--cold] [path/to/hermes-zero]   (default: target/release/hermes-zero)
 """
 import http.client, http.server, json, os, shutil, socket, statistics, subprocess, sys, tempfile, threading, time
 
 ARGS = [a for a in sys.argv[1:] if not a.startswith("--")]
 QUICK = "--quick" in sys.argv[1:]
+FIRST_TURN = "--first-turn" in sys.argv[1:]
+COLD_ONLY = "--cold" in sys.argv[1:]
 BIN = ARGS[0] if ARGS else "target/release/hermes-zero"
 COLD_RUNS = 20
 
@@ -71,6 +75,27 @@ def start(home, port, env):
     raise SystemExit("serve did not start")
 
 
+def first_turn(home, port, env, chat):
+    """Exec → first 200 on POST /api/messages (retried while the port refuses)."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen([BIN, "--home", home, "serve", "--listen", f"127.0.0.1:{port}"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = t0 + 10
+    body = json.dumps({"chat_id": chat, "user_id": "u", "text": "hi"})
+    while time.perf_counter() < deadline:
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            c.request("POST", "/api/messages", body=body, headers={"authorization": "Bearer k", "content-type": "application/json"})
+            r = c.getresponse()
+            r.read()
+            if r.status == 200:
+                return p, (time.perf_counter() - t0) * 1000
+            raise SystemExit(f"first turn: HTTP {r.status}")
+        except OSError:
+            time.sleep(0.0005)
+    p.kill()
+    raise SystemExit("serve did not answer the first turn")
+
+
 def post(conn, body):
     t = time.perf_counter()
     conn.request("POST", "/api/messages", body=json.dumps(body), headers={"authorization": "Bearer k", "content-type": "application/json"})
@@ -114,6 +139,17 @@ def main():
         p.wait()
         shutil.rmtree(fresh, ignore_errors=True)
     print(f"first start (fresh home: creates the SQLite store), 5 runs: median {statistics.median(firsts):.1f} ms, min {min(firsts):.1f}, max {max(firsts):.1f}")
+    if FIRST_TURN:
+        turns = []
+        for i in range(COLD_RUNS):
+            p, ms = first_turn(home, free_port(), env, f"first{i}")
+            turns.append(ms)
+            p.terminate()
+            p.wait()
+        print(f"first turn (exec → first 200 on POST /api/messages, store exists), {COLD_RUNS} runs: median {statistics.median(turns):.1f} ms, min {min(turns):.1f}, max {max(turns):.1f}")
+    if COLD_ONLY:
+        llm.shutdown()
+        return
     port = free_port()
     p, _ = start(home, port, env)
     time.sleep(1)

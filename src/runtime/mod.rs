@@ -5,6 +5,7 @@ pub mod idle;
 pub mod lambda;
 pub mod private;
 pub mod profiles;
+pub mod ready;
 pub mod serve;
 pub mod telegram_poll;
 pub mod ticker;

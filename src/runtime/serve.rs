@@ -51,7 +51,8 @@ pub async fn shutdown_signal() {
     tokio::select! { () = ctrl_c => {}, () = term => {} }
 }
 
-/// Serves the router on `listener` until `shutdown` resolves (or, with `idle_exit`, until the
+/// Serves the router on `listener` (at once `/healthz` only; every route once start-up
+/// recovery has run, see [`super::ready`]) until `shutdown` resolves (or, with `idle_exit`, until the
 /// process has been idle that long: see [`super::idle`]), with the built-in ticker. On
 /// stopping: stop taking turns, notify and mark running sessions, drain for up to
 /// `restart_drain_timeout`, write the clean-shutdown marker only if the drain finished, and
@@ -70,27 +71,13 @@ pub async fn run(
         Arc::new(HttpState { app: app.clone(), channels: channels.clone(), api_key: Some(key), provider: app.provider().as_str().into() });
     let default = Served { app: app.clone(), channels: channels.clone(), router: router(state) };
     let profiles = Profiles::new(app.profile().clone(), default, shared, true);
-    match app.jobs().sync_file().await {
-        Ok(r) if !(r.created.is_empty() && r.updated.is_empty() && r.disabled.is_empty()) => {
-            tracing::info!(file = %r.file, created = r.created.len(), updated = r.updated.len(), disabled = r.disabled.len(), "jobs.json synced")
-        }
-        Ok(_) => {}
-        Err(e) => tracing::error!(error = %e, "jobs.json refused; the stored jobs are unchanged"),
-    }
-    let choice = app.provider_choice(false);
-    tracing::info!(provider = %choice.provider, why = %choice.why, "timer provider");
-    app.recovery().reconcile_if_managed().await;
-    app.recovery().startup_sweep().await?;
-    let ticker = tokio::spawn(super::ticker::run(profiles.clone()));
-    let usage = tokio::spawn(flush_usage_every_minute(app.clone()));
-    let (poll_stop, poll_rx) = tokio::sync::watch::channel(false);
-    let polls = polling.is_some();
-    let poller = polling.map(|p| tokio::spawn(super::telegram_poll::run(p, app.clone(), channels.clone(), poll_rx)));
-    tracing::info!(%addr, store = app.store_kind(), model = app.model_name(), idle_exit_secs = idle_exit.map(|d| d.as_secs()), "hermes-zero listening");
-    println!("hermes-zero listening on http://{addr}");
+    // The router answers `/healthz` from here on; every other route waits behind the gate
+    // until start-up recovery has run (docs/design.md#recovery).
+    let (opener, gate) = super::ready::gate();
     let activity = Arc::new(Activity::default());
-    let routes =
-        super::profiles::routes(profiles.clone()).layer(axum::middleware::from_fn_with_state(activity.clone(), super::idle::track));
+    let routes = super::profiles::routes(profiles.clone())
+        .layer(axum::middleware::from_fn_with_state(gate, super::ready::hold))
+        .layer(axum::middleware::from_fn_with_state(activity.clone(), super::idle::track));
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(async move {
         axum::serve(listener, routes)
@@ -99,6 +86,21 @@ pub async fn run(
             })
             .await
     });
+    if let Err(e) = recover(&app).await {
+        // The waiting requests get 503 (the opener is dropped), and the process exits.
+        drop(opener);
+        server.abort();
+        return Err(e);
+    }
+    opener.open();
+    let ticker = tokio::spawn(super::ticker::run(profiles.clone()));
+    let usage = tokio::spawn(flush_usage_every_minute(app.clone()));
+    let (poll_stop, poll_rx) = tokio::sync::watch::channel(false);
+    let polls = polling.is_some();
+    let poller = polling.map(|p| tokio::spawn(super::telegram_poll::run(p, app.clone(), channels.clone(), poll_rx)));
+    tracing::info!(%addr, store = app.store_kind(), model = app.model_name(), idle_exit_secs = idle_exit.map(|d| d.as_secs()), "hermes-zero listening");
+    // Printed once every route is served (after start-up recovery): what scripts and tests wait for.
+    println!("hermes-zero listening on http://{addr}");
     let idle = async {
         match idle_exit {
             Some(_) if polls => {
@@ -135,6 +137,24 @@ pub async fn run(
     arm_leftover_wake(&app).await;
     app.flush_usage(true).await;
     tracing::info!(clean = drained, "hermes-zero stopped");
+    Ok(())
+}
+
+/// Start-up recovery, before any route but `/healthz` is served: the jobs.json sync, the
+/// timer reconcile, then the startup sweep (which marks the interrupted turns and wakes
+/// stored work). Its error stops `serve`.
+async fn recover(app: &App) -> anyhow::Result<()> {
+    match app.jobs().sync_file().await {
+        Ok(r) if !(r.created.is_empty() && r.updated.is_empty() && r.disabled.is_empty()) => {
+            tracing::info!(file = %r.file, created = r.created.len(), updated = r.updated.len(), disabled = r.disabled.len(), "jobs.json synced")
+        }
+        Ok(_) => {}
+        Err(e) => tracing::error!(error = %e, "jobs.json refused; the stored jobs are unchanged"),
+    }
+    let choice = app.provider_choice(false);
+    tracing::info!(provider = %choice.provider, why = %choice.why, "timer provider");
+    app.recovery().reconcile_if_managed().await;
+    app.recovery().startup_sweep().await?;
     Ok(())
 }
 
