@@ -7,9 +7,11 @@ POST /api/messages with an instant fake OpenAI-compatible model (200 sequential 
 then 100 chats concurrently), and RSS after 1,000, 3,000 and 30,000 turns (the leak check:
 flat from 3,000 to 30,000). `--quick` stops after 3,000 turns. `--first-turn` also measures
 exec to the first answered POST /api/messages (20 restarts: the start-up recovery and the
-first turn, through the fake model); `--cold` stops after the start-up figures.
+first turn, through the fake model); `--cold` stops after the start-up figures. `--detail`
+adds, to every RSS line, its split from /proc/PID/smaps_rollup (anonymous / file-backed) and
+the thread count.
 
-Usage: scripts/bench/serve.py [--quick] [--first-turn] [--cold] [path/to/hermes-zero]   (default: target/release/hermes-zero)
+Usage: scripts/bench/serve.py [--quick] [--first-turn] [--cold] [--detail] [path/to/hermes-zero]   (default: target/release/hermes-zero)
 """
 import http.client, http.server, json, os, shutil, socket, statistics, subprocess, sys, tempfile, threading, time
 
@@ -17,6 +19,7 @@ ARGS = [a for a in sys.argv[1:] if not a.startswith("--")]
 QUICK = "--quick" in sys.argv[1:]
 FIRST_TURN = "--first-turn" in sys.argv[1:]
 COLD_ONLY = "--cold" in sys.argv[1:]
+DETAIL = "--detail" in sys.argv[1:]
 BIN = ARGS[0] if ARGS else "target/release/hermes-zero"
 COLD_RUNS = 20
 
@@ -57,6 +60,21 @@ def rss_kb(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return 0
+
+
+def mem(pid):
+    """RSS in MiB, with `--detail` its anonymous / file-backed split and the thread count."""
+    line = f"{rss_kb(pid) / 1024:.1f} MiB"
+    if DETAIL:
+        kb = {}
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for row in f:
+                parts = row.split()
+                if len(parts) >= 2 and parts[1].isdigit():
+                    kb[parts[0].rstrip(":")] = int(parts[1])
+        anon = kb.get("Anonymous", 0)
+        line += f" (anonymous {anon / 1024:.1f}, file-backed {(kb.get('Rss', 0) - anon) / 1024:.1f}; {len(os.listdir(f'/proc/{pid}/task'))} threads)"
+    return line
 
 
 def start(home, port, env):
@@ -153,7 +171,7 @@ def main():
     port = free_port()
     p, _ = start(home, port, env)
     time.sleep(1)
-    print(f"idle RSS after start: {rss_kb(p.pid) / 1024:.1f} MiB")
+    print(f"idle RSS after start: {mem(p.pid)}")
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     post(conn, {"chat_id": "warm", "user_id": "u", "text": "hi"})
     lat = [post(conn, {"chat_id": "seq", "user_id": "u", "text": f"m{i}"}) for i in range(200)]
@@ -172,16 +190,18 @@ def main():
     [t.join() for t in ts]
     wall = time.perf_counter() - t0
     print(f"message round trip, 100 chats concurrently (500 turns): p50 {pct(results, .5):.2f} ms, p99 {pct(results, .99):.2f} ms, max {max(results):.2f} ms, {len(results) / wall:.0f} turns/s")
+    if DETAIL:
+        print(f"RSS after the 100 concurrent chats: {mem(p.pid)}")
     for i in range(1000 - 200 - 500 - 1):
         post(conn, {"chat_id": f"leak{i % 10}", "user_id": "u", "text": "x"})
-    print(f"RSS after 1,000 turns: {rss_kb(p.pid) / 1024:.1f} MiB")
+    print(f"RSS after 1,000 turns: {mem(p.pid)}")
     for i in range(2000):
         post(conn, {"chat_id": f"leak{i % 10}", "user_id": "u", "text": "x"})
-    print(f"RSS after 3,000 turns: {rss_kb(p.pid) / 1024:.1f} MiB")
+    print(f"RSS after 3,000 turns: {mem(p.pid)}")
     if not QUICK:
         for i in range(27000):
             post(conn, {"chat_id": f"leak{i % 10}", "user_id": "u", "text": "x"})
-        print(f"RSS after 30,000 turns: {rss_kb(p.pid) / 1024:.1f} MiB (leak check: flat from 3,000)")
+        print(f"RSS after 30,000 turns: {mem(p.pid)} (leak check: flat from 3,000)")
     p.terminate()
     p.wait()
     llm.shutdown()

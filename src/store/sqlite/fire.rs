@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use rusqlite::{Transaction, TransactionBehavior};
 
-/// An append encoded for the blocking pool: the session id and the message documents.
+/// An append encoded for the store thread: the session id and the message documents.
 type Encoded = Option<(String, Vec<String>)>;
 
 fn encoded(a: Option<&RunAppend>) -> Result<Encoded, StoreError> {

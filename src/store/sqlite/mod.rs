@@ -3,7 +3,10 @@
 //! Why SQLite transactions are `IMMEDIATE`: each port method is a read-check-write; taking
 //! the write lock up front makes the compare-and-set atomic across processes, and
 //! `busy_timeout` turns contention into a short wait instead of an error.
-//! Calls run on tokio's blocking pool so a lock wait never stalls the async workers.
+//! Calls run, one after another, on the store's own thread, which owns the connection: a
+//! lock wait never stalls the async workers, the thread count stays flat however many calls
+//! wait, and SQLite's allocations stay in that thread's malloc arena (BENCHMARKS.md §5, "RSS
+//! over 30,000 turns").
 //!
 //! One file per concern of the port: `sessions` (entries, records, transcripts, inbound ids,
 //! wake candidates), `queue`, `jobs` (jobs, claims, runs), `ledger` (delivery ledger, once
@@ -28,15 +31,64 @@ use crate::ports::{Store, StoreError};
 use chrono::{DateTime, Utc};
 use rusqlite::Connection;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, mpsc};
 
 /// The SQLite adapter.
 #[derive(Clone)]
 pub struct SqliteStore {
-    conn: Arc<Mutex<Connection>>,
+    /// The store thread that owns the connection; clones (and `scoped` views) share it.
+    thread: Arc<StoreThread>,
     /// The profile whose key space this handle reads and writes.
     scope: Arc<crate::store::scope::Scope>,
 }
+
+/// A store call as the store thread runs it.
+type Call = Box<dyn FnOnce(&mut Connection) + Send>;
+
+/// The thread that owns one connection and runs the calls sent to it in order. It ends, and
+/// the connection closes, when the last handle drops (the drop waits for it, so a store
+/// dropped is a connection closed, as with the connection itself).
+struct StoreThread {
+    calls: Option<mpsc::Sender<Call>>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl StoreThread {
+    fn start(mut conn: Connection) -> Result<Self, StoreError> {
+        let (calls, rx) = mpsc::channel::<Call>();
+        let handle = std::thread::Builder::new()
+            .name("sqlite-store".into())
+            .spawn(move || {
+                while let Ok(call) = rx.recv() {
+                    call(&mut conn);
+                }
+            })
+            .map_err(backend)?;
+        Ok(Self { calls: Some(calls), handle: Some(handle) })
+    }
+}
+
+impl Drop for StoreThread {
+    fn drop(&mut self) {
+        drop(self.calls.take());
+        if let Some(h) = self.handle.take()
+            && h.thread().id() != std::thread::current().id()
+        {
+            h.join().ok();
+        }
+    }
+}
+
+/// The error of a store call that panicked: the panic's message, as the blocking pool's
+/// `JoinError` carried it before the store had its own thread.
+#[derive(Debug, thiserror::Error)]
+#[error("store call panicked: {0}")]
+struct Panicked(String);
+
+/// The store thread is gone (it cannot end while a handle exists; kept as an error, not a panic).
+#[derive(Debug, thiserror::Error)]
+#[error("store thread stopped")]
+struct Stopped;
 
 /// Milliseconds since the epoch, the stored form of every instant.
 fn ms(t: DateTime<Utc>) -> i64 {
@@ -88,7 +140,7 @@ impl SqliteStore {
         conn.execute_batch(&format!("PRAGMA journal_mode=WAL; PRAGMA synchronous={}; PRAGMA foreign_keys=ON;", synchronous()))
             .map_err(backend)?;
         schema::migrate(&mut conn).map_err(backend)?;
-        Ok(Self { conn: Arc::new(Mutex::new(conn)), scope: Arc::default() })
+        Ok(Self { thread: Arc::new(StoreThread::start(conn)?), scope: Arc::default() })
     }
 
     /// This store seen as `profile`'s key space (docs/design.md#profiles): the same file,
@@ -107,7 +159,7 @@ impl SqliteStore {
     pub fn in_memory() -> Result<Self, StoreError> {
         let mut conn = Connection::open_in_memory().map_err(backend)?;
         schema::migrate(&mut conn).map_err(backend)?;
-        Ok(Self { conn: Arc::new(Mutex::new(conn)), scope: Arc::default() })
+        Ok(Self { thread: Arc::new(StoreThread::start(conn)?), scope: Arc::default() })
     }
 
     /// The schema version in the file.
@@ -115,19 +167,24 @@ impl SqliteStore {
         schema::CURRENT
     }
 
-    /// Runs `f` with the connection on the blocking pool.
+    /// Runs `f` with the connection on the store thread, after the calls sent before it. A
+    /// panic in `f` is this call's error; the thread and the connection live on (an open
+    /// transaction rolls back as it unwinds). A caller that stops waiting does not stop `f`.
     pub(crate) async fn with<R, F>(&self, f: F) -> Result<R, StoreError>
     where
         R: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<R, StoreError> + Send + 'static,
     {
-        let conn = Arc::clone(&self.conn);
-        tokio::task::spawn_blocking(move || {
-            let mut guard = conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            f(&mut guard)
-        })
-        .await
-        .map_err(backend)?
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let call: Call = Box::new(move |c| {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(c))).unwrap_or_else(|p| {
+                let msg = p.downcast_ref::<&str>().map(|s| (*s).to_string()).or_else(|| p.downcast_ref::<String>().cloned());
+                Err(backend(Panicked(msg.unwrap_or_default())))
+            });
+            tx.send(r).ok();
+        });
+        self.thread.calls.as_ref().ok_or(Stopped).and_then(|t| t.send(call).map_err(|_| Stopped)).map_err(backend)?;
+        rx.await.map_err(|_| backend(Stopped))?
     }
 }
 
@@ -185,6 +242,70 @@ mod tests {
 
     conformance_tests!(in_memory, async { Some(SqliteStore::in_memory().unwrap()) });
     conformance_tests!(on_file, async { Some(OnFile::new()) });
+
+    /// A store call that panics is that call's error; the thread and the connection live on,
+    /// and the transaction the call had open was rolled back.
+    #[tokio::test]
+    async fn a_panicking_call_is_an_error_and_the_store_lives_on() {
+        let s = SqliteStore::in_memory().unwrap();
+        let e = s
+            .with(|c| -> Result<(), StoreError> {
+                let tx = c.transaction().map_err(backend)?;
+                tx.execute("INSERT INTO meta (key, value) VALUES ('half', 'written')", []).map_err(backend)?;
+                panic!("boom");
+            })
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("boom"), "{e}");
+        let n: i64 = s
+            .clone()
+            .with(|c| c.query_row("SELECT COUNT(*) FROM meta WHERE key = 'half'", [], |r| r.get(0)).map_err(backend))
+            .await
+            .unwrap();
+        assert_eq!(n, 0);
+    }
+
+    /// Concurrent calls all run on the one store thread, in turn: no thread per waiting call
+    /// (the blocking pool grew to 116 threads under 100 concurrent chats).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_calls_share_one_thread() {
+        let s = SqliteStore::in_memory().unwrap();
+        let calls = (0..100).map(|i: i64| {
+            let s = s.clone();
+            tokio::spawn(async move {
+                s.with(move |c| {
+                    std::thread::sleep(std::time::Duration::from_micros(200));
+                    let v: i64 = c.query_row("SELECT ?1", [i], |r| r.get(0)).map_err(backend)?;
+                    Ok((v, std::thread::current().id()))
+                })
+                .await
+                .unwrap()
+            })
+        });
+        let out: Vec<_> = futures_util::future::join_all(calls).await.into_iter().map(Result::unwrap).collect();
+        assert_eq!(out.iter().map(|(v, _)| v).sum::<i64>(), (0..100).sum::<i64>());
+        let threads: std::collections::HashSet<_> = out.iter().map(|(_, t)| *t).collect();
+        assert_eq!(threads.len(), 1);
+        assert!(!threads.contains(&std::thread::current().id()));
+    }
+
+    /// Dropping the last handle ends the thread and closes the connection before the drop
+    /// returns: SQLite removes the WAL file at the last close.
+    #[tokio::test]
+    async fn dropping_the_last_handle_closes_the_connection() {
+        let dir = std::env::temp_dir().join(format!("hz-close-{}-{}", std::process::id(), rand::random::<u32>()));
+        let path = dir.join("s.db");
+        let s = SqliteStore::open(&path).unwrap();
+        let other = s.clone().scoped(crate::core::profile::Profile::default());
+        s.with(|c| c.execute("INSERT INTO meta (key, value) VALUES ('k', 'v')", []).map_err(backend)).await.unwrap();
+        let wal = dir.join("s.db-wal");
+        assert!(wal.exists());
+        drop(s);
+        assert!(wal.exists(), "a clone still holds the connection");
+        drop(other);
+        assert!(!wal.exists());
+        std::fs::remove_dir_all(dir).ok();
+    }
 
     #[test]
     fn migrations_are_idempotent() {
