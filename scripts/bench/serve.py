@@ -77,41 +77,29 @@ def mem(pid):
     return line
 
 
-def start(home, port, env):
+def start(home, port, env, chat=None):
+    """Starts `serve` and times exec → the first 200: on GET /healthz, or with `chat` on a
+    POST /api/messages to that chat (the first turn; retried while the port refuses)."""
     t0 = time.perf_counter()
     p = subprocess.Popen([BIN, "--home", home, "serve", "--listen", f"127.0.0.1:{port}"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = t0 + 10
     while time.perf_counter() < deadline:
         try:
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
-            c.request("GET", "/healthz")
-            if c.getresponse().status == 200:
-                return p, (time.perf_counter() - t0) * 1000
-        except OSError:
-            time.sleep(0.0005)
-    p.kill()
-    raise SystemExit("serve did not start")
-
-
-def first_turn(home, port, env, chat):
-    """Exec → first 200 on POST /api/messages (retried while the port refuses)."""
-    t0 = time.perf_counter()
-    p = subprocess.Popen([BIN, "--home", home, "serve", "--listen", f"127.0.0.1:{port}"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = t0 + 10
-    body = json.dumps({"chat_id": chat, "user_id": "u", "text": "hi"})
-    while time.perf_counter() < deadline:
-        try:
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            c.request("POST", "/api/messages", body=body, headers={"authorization": "Bearer k", "content-type": "application/json"})
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=5 if chat else 1)
+            if chat:
+                c.request("POST", "/api/messages", body=json.dumps({"chat_id": chat, "user_id": "u", "text": "hi"}), headers={"authorization": "Bearer k", "content-type": "application/json"})
+            else:
+                c.request("GET", "/healthz")
             r = c.getresponse()
             r.read()
             if r.status == 200:
                 return p, (time.perf_counter() - t0) * 1000
-            raise SystemExit(f"first turn: HTTP {r.status}")
+            if chat:
+                raise SystemExit(f"first turn: HTTP {r.status}")
         except OSError:
             time.sleep(0.0005)
     p.kill()
-    raise SystemExit("serve did not answer the first turn")
+    raise SystemExit("serve did not answer the first turn" if chat else "serve did not start")
 
 
 def post(conn, body):
@@ -160,7 +148,7 @@ def main():
     if FIRST_TURN:
         turns = []
         for i in range(COLD_RUNS):
-            p, ms = first_turn(home, free_port(), env, f"first{i}")
+            p, ms = start(home, free_port(), env, f"first{i}")
             turns.append(ms)
             p.terminate()
             p.wait()
