@@ -3,14 +3,18 @@
 //! One one-shot `at(...)` schedule per armed occurrence, named deterministically
 //! `hz-<job_id>-<YYYYMMDDTHHMMSSZ>` in the group `cron.eventbridge.group`, with
 //! `ActionAfterCompletion = DELETE` and the input `{"hermes_zero_fire":{"job_id","fire_at"}}`,
-//! targeting the Lambda function itself. EventBridge and Lambda's async invocation are
-//! at-least-once: the occurrence claim in the store dedupes, so a schedule that fires twice,
-//! or a create that races another instance, is harmless.
+//! targeting the Lambda function itself. A routed profile P (one of many on one process,
+//! docs/design.md#profiles) names its schedules `hzp.<P>.<job_id>-<YYYYMMDDTHHMMSSZ>` and
+//! adds `"profile":"P"` to the input, so each profile's reconcile sees only its own.
+//! EventBridge and Lambda's async invocation are at-least-once: the occurrence claim in the
+//! store dedupes, so a schedule that fires twice, or a create that races another instance,
+//! is harmless.
 //!
 //! Owns the schedule naming and the SDK calls; knows nothing of the store or the app.
 
 use crate::config::EventBridgeSettings;
 use crate::core::job::Job;
+use crate::core::profile::Profile;
 use crate::ports::{Clock, ReconcileReport, TimerError, Timers};
 use async_trait::async_trait;
 use aws_sdk_scheduler::Client;
@@ -23,34 +27,113 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::OnceCell;
 
-/// Prefix of every schedule this adapter owns (reconcile deletes unknown `hz-` schedules).
+/// Prefix of every schedule of the process's own profile (its reconcile deletes unknown
+/// `hz-` schedules).
 pub const NAME_PREFIX: &str = "hz-";
+/// Start of every routed profile's schedule names: `hzp.<profile>.` (never `hz-`, so the
+/// process's own profile never lists them).
+pub const PROFILE_PREFIX: &str = "hzp.";
 /// Longest schedule name EventBridge Scheduler accepts.
 const MAX_NAME: usize = 64;
 /// `-` plus `YYYYMMDDTHHMMSSZ`.
-const STAMP_LEN: usize = 16;
-/// Longest job id used verbatim in a name (64 − "hz-" − "-" − stamp).
-const MAX_ID_PART: usize = MAX_NAME - NAME_PREFIX.len() - 1 - STAMP_LEN;
+const STAMP_LEN: usize = 17;
+/// Longest profile name used verbatim in a schedule name. A longer one becomes its first
+/// characters, `-` and a hash, one character longer than this: never equal to a verbatim name.
+const MAX_PROFILE_PART: usize = 20;
 /// How far in the future an `at()` expression must be to be safe to create: EventBridge may
 /// refuse or never run a one-shot in the past, so overdue occurrences are scheduled a minute
 /// from now (the input keeps the real `fire_at`; the fire path handles lateness).
 const MIN_LEAD_SECS: i64 = 60;
 
-/// The schedule name of an occurrence: `hz-<job_id>-<YYYYMMDDTHHMMSSZ>` (docs/design.md#timers-eventbridge).
-/// Job ids outside the allowed charset (`[0-9A-Za-z_.-]`) or too long to fit the 64-character
-/// limit are shortened to a prefix plus a hash of the whole id, so names stay unique.
-pub fn schedule_name(job_id: &str, fire_at: DateTime<Utc>) -> String {
-    format!("{NAME_PREFIX}{}-{}", id_part(job_id), fire_at.format("%Y%m%dT%H%M%SZ"))
+/// The schedule names and inputs of one profile (docs/design.md#timers-eventbridge):
+/// the process's own profile (`hz-<job_id>-<stamp>`, input without a profile), or a routed
+/// profile P (`hzp.<P>.<job_id>-<stamp>`, input with `"profile":"P"`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Naming {
+    /// The routed profile, or None for the process's own.
+    profile: Option<String>,
+    /// What every name of this profile starts with (and no other profile's does).
+    prefix: String,
+    /// Longest job id used verbatim: 64 − prefix − `-` − stamp.
+    max_id: usize,
 }
 
-/// The job part of a schedule name.
-fn id_part(job_id: &str) -> String {
-    let clean = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-');
-    if !job_id.is_empty() && job_id.len() <= MAX_ID_PART && job_id.chars().all(clean) {
-        return job_id.to_string();
+impl Default for Naming {
+    fn default() -> Self {
+        Self::of(None)
     }
-    let head: String = job_id.chars().map(|c| if clean(c) { c } else { '_' }).take(MAX_ID_PART - 9).collect();
-    format!("{head}.{:08x}", fnv1a(job_id.as_bytes()))
+}
+
+impl Naming {
+    /// The names of `profile` when it is routed, or of the process's own profile (None).
+    pub fn of(profile: Option<&Profile>) -> Self {
+        let profile = profile.map(|p| p.as_str().to_string());
+        let prefix = match &profile {
+            None => NAME_PREFIX.to_string(),
+            Some(p) => format!("{PROFILE_PREFIX}{}.", profile_part(p)),
+        };
+        let max_id = MAX_NAME - prefix.len() - STAMP_LEN;
+        Self { profile, prefix, max_id }
+    }
+
+    /// What every schedule name of this profile starts with.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The schedule name of an occurrence. Job ids outside the allowed charset
+    /// (`[0-9A-Za-z_.-]`) or too long to fit the 64-character limit are shortened to a
+    /// prefix plus a hash of the whole id, so names stay unique.
+    pub fn schedule_name(&self, job_id: &str, fire_at: DateTime<Utc>) -> String {
+        format!("{}{}-{}", self.prefix, self.id_part(job_id), fire_at.format("%Y%m%dT%H%M%SZ"))
+    }
+
+    /// Splits a name of this profile made by [`Naming::schedule_name`] into its job part
+    /// and occurrence; None for any other name (another profile's among them).
+    pub fn parse_name<'a>(&self, name: &'a str) -> Option<(&'a str, DateTime<Utc>)> {
+        let rest = name.strip_prefix(self.prefix.as_str())?;
+        let (id, stamp) = rest.rsplit_once('-')?;
+        let at = NaiveDateTime::parse_from_str(stamp, "%Y%m%dT%H%M%SZ").ok()?.and_utc();
+        (!id.is_empty()).then_some((id, at))
+    }
+
+    /// The schedule's input: the fire event the Lambda entry dispatches, with the profile
+    /// when it is routed.
+    pub fn fire_input(&self, job_id: &str, fire_at: DateTime<Utc>) -> String {
+        let fire_at = fire_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let mut fire = serde_json::json!({"job_id": job_id, "fire_at": fire_at});
+        if let Some(p) = &self.profile {
+            fire["profile"] = p.as_str().into();
+        }
+        serde_json::json!({ "hermes_zero_fire": fire }).to_string()
+    }
+
+    /// The job part of a schedule name.
+    fn id_part(&self, job_id: &str) -> String {
+        let clean = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-');
+        if !job_id.is_empty() && job_id.len() <= self.max_id && job_id.chars().all(clean) {
+            return job_id.to_string();
+        }
+        let head: String = job_id.chars().map(|c| if clean(c) { c } else { '_' }).take(self.max_id - 9).collect();
+        format!("{head}.{:08x}", fnv1a(job_id.as_bytes()))
+    }
+}
+
+/// The profile part of a routed profile's names: the name itself (`[a-z0-9_-]`, no `.`,
+/// which ends the part) up to [`MAX_PROFILE_PART`] characters, else its head, `-` and a
+/// hash of the whole name.
+fn profile_part(profile: &str) -> String {
+    if profile.len() <= MAX_PROFILE_PART {
+        return profile.to_string();
+    }
+    let head: String = profile.chars().take(MAX_PROFILE_PART - 8).collect();
+    format!("{head}-{:08x}", fnv1a(profile.as_bytes()))
+}
+
+/// The schedule name of an occurrence of the process's own profile:
+/// `hz-<job_id>-<YYYYMMDDTHHMMSSZ>` (docs/design.md#timers-eventbridge).
+pub fn schedule_name(job_id: &str, fire_at: DateTime<Utc>) -> String {
+    Naming::default().schedule_name(job_id, fire_at)
 }
 
 /// 32-bit FNV-1a: a stable hash with no dependency (names must not change between builds).
@@ -58,12 +141,10 @@ fn fnv1a(bytes: &[u8]) -> u32 {
     bytes.iter().fold(0x811c_9dc5_u32, |h, b| (h ^ u32::from(*b)).wrapping_mul(0x0100_0193))
 }
 
-/// Splits a name made by [`schedule_name`] into its job part and occurrence.
+/// Splits a name made by [`schedule_name`] (the process's own profile) into its job part and
+/// occurrence.
 pub fn parse_name(name: &str) -> Option<(&str, DateTime<Utc>)> {
-    let rest = name.strip_prefix(NAME_PREFIX)?;
-    let (id, stamp) = rest.rsplit_once('-')?;
-    let at = NaiveDateTime::parse_from_str(stamp, "%Y%m%dT%H%M%SZ").ok()?.and_utc();
-    (!id.is_empty()).then_some((id, at))
+    Naming::default().parse_name(name)
 }
 
 /// The `at()` expression (UTC) for an occurrence, never earlier than `now + 60 s`.
@@ -72,14 +153,15 @@ pub fn at_expression(fire_at: DateTime<Utc>, now: DateTime<Utc>) -> String {
     format!("at({})", at.format("%Y-%m-%dT%H:%M:%S"))
 }
 
-/// The schedule's input: the fire event the Lambda entry dispatches (docs/design.md#timers-eventbridge).
+/// The input of the process's own profile's schedules: `{"hermes_zero_fire":{"job_id","fire_at"}}`
+/// (docs/design.md#timers-eventbridge).
 pub fn fire_input(job_id: &str, fire_at: DateTime<Utc>) -> String {
-    let fire_at = fire_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-    serde_json::json!({"hermes_zero_fire": {"job_id": job_id, "fire_at": fire_at}}).to_string()
+    Naming::default().fire_input(job_id, fire_at)
 }
 
-/// Prefix of wake schedules (docs/design.md#wakes): `hzwake-<YYYYMMDDTHHMMSSZ>`. Not under
-/// [`NAME_PREFIX`], so job reconciliation never sees (or deletes) them.
+/// Prefix of wake schedules (docs/design.md#wakes): `hzwake-<YYYYMMDDTHHMMSSZ>`. Neither under
+/// [`NAME_PREFIX`] nor [`PROFILE_PREFIX`], so job reconciliation never sees (or deletes) them.
+/// Shared by every profile of a process: the watchdog event ticks them all.
 pub const WAKE_PREFIX: &str = "hzwake-";
 
 /// The schedule name of a wake at `at`.
@@ -95,6 +177,8 @@ pub struct EventBridgeTimers {
     group: String,
     target_arn: String,
     role_arn: String,
+    /// The profile whose jobs these are: its schedule names and fire input.
+    naming: Naming,
     endpoint: Option<String>,
     /// The program's clock: `at()` never lies before "now" as the rest of the program sees it.
     clock: Arc<dyn Clock>,
@@ -116,12 +200,21 @@ impl EventBridgeTimers {
             group: settings.group.clone(),
             target_arn: settings.target_arn.clone(),
             role_arn: settings.role_arn.clone(),
+            naming: Naming::default(),
             endpoint,
             clock,
             client: OnceCell::new(),
             group_ready: OnceCell::new(),
             function_arn: OnceLock::new(),
         }
+    }
+
+    /// Arming for a routed profile (docs/design.md#profiles): its own schedule names and
+    /// fire input. None (the default) is the process's own profile.
+    #[must_use]
+    pub fn for_profile(mut self, profile: Option<&Profile>) -> Self {
+        self.naming = Naming::of(profile);
+        self
     }
 
     /// With a ready client (tests).
@@ -185,8 +278,12 @@ impl EventBridgeTimers {
 
     /// Creates an occurrence's schedule; false if it already existed.
     async fn create(&self, c: &Client, job_id: &str, fire_at: DateTime<Utc>) -> Result<bool, TimerError> {
-        let (name, input) = (schedule_name(job_id, fire_at), fire_input(job_id, fire_at));
-        self.create_one_shot(c, &name, fire_at, input, format!("hermes-zero job {job_id}")).await
+        let (name, input) = (self.naming.schedule_name(job_id, fire_at), self.naming.fire_input(job_id, fire_at));
+        let what = match &self.naming.profile {
+            None => format!("hermes-zero job {job_id}"),
+            Some(p) => format!("hermes-zero job {job_id} of profile {p}"),
+        };
+        self.create_one_shot(c, &name, fire_at, input, what).await
     }
 
     /// Creates a one-shot `at()` schedule invoking the target with `input`; false if a
@@ -242,11 +339,12 @@ impl EventBridgeTimers {
         }
     }
 
-    /// The job's schedules (exactly this job: `hz-abc-` also prefixes job `abc-def`'s names).
+    /// The job's schedules in this profile (exactly this job: `hz-abc-` also prefixes job
+    /// `abc-def`'s names).
     async fn list_job(&self, c: &Client, job_id: &str) -> Result<Vec<String>, TimerError> {
-        let part = id_part(job_id);
-        let names = self.list(c, &format!("{NAME_PREFIX}{part}-")).await?;
-        Ok(names.into_iter().filter(|n| parse_name(n).is_some_and(|(id, _)| id == part)).collect())
+        let part = self.naming.id_part(job_id);
+        let names = self.list(c, &format!("{}{part}-", self.naming.prefix)).await?;
+        Ok(names.into_iter().filter(|n| self.naming.parse_name(n).is_some_and(|(id, _)| id == part)).collect())
     }
 }
 
@@ -269,7 +367,7 @@ impl Timers for EventBridgeTimers {
         let c = self.ready().await?;
         // Create first, then remove the others: the job is never left without a timer.
         self.create(c, &job.id, at).await?;
-        let keep = schedule_name(&job.id, at);
+        let keep = self.naming.schedule_name(&job.id, at);
         for name in self.list_job(c, &job.id).await? {
             if name != keep {
                 self.delete(c, &name).await?;
@@ -291,10 +389,12 @@ impl Timers for EventBridgeTimers {
         let desired: BTreeMap<String, (&str, DateTime<Utc>)> = jobs
             .iter()
             .filter(|j| j.armed())
-            .filter_map(|j| j.next_run_at.map(|at| (schedule_name(&j.id, at), (j.id.as_str(), at))))
+            .filter_map(|j| j.next_run_at.map(|at| (self.naming.schedule_name(&j.id, at), (j.id.as_str(), at))))
             .collect();
-        // Only names this adapter makes: anything else in the group is left alone.
-        let existing: Vec<String> = self.list(c, NAME_PREFIX).await?.into_iter().filter(|n| parse_name(n).is_some()).collect();
+        // Only this profile's names: anything else in the group (another profile's schedules,
+        // wakes, foreign schedules) is left alone.
+        let existing: Vec<String> =
+            self.list(c, &self.naming.prefix).await?.into_iter().filter(|n| self.naming.parse_name(n).is_some()).collect();
         let mut report = ReconcileReport::default();
         for name in &existing {
             if desired.contains_key(name) {

@@ -4,6 +4,7 @@
 //! clients once) and runs a bounded recovery sweep. Each invocation is then one of:
 //! - an EventBridge Scheduler fire event `{"hermes_zero_fire":{"job_id","fire_at"}}` → the
 //!   shared fire path (`Jobs::fire`), answered with `{"status":"ok|duplicate|stale|gone",…}`;
+//!   with `"profile":"P"` (a routed profile's schedule) it is P's app that fires;
 //! - a watchdog event `{"hermes_zero_tick":{}}` (an optional recurring schedule) → one ticker
 //!   pass, so stored work of a sandbox that died is picked up without waiting for a message;
 //! - an HTTP event (Function URL, API Gateway v2/v1, ALB) → converted with `lambda_http` and
@@ -202,7 +203,8 @@ impl Handler {
 
     async fn handle_event(self, ev: LambdaEvent<Value>) -> Result<Value, lambda_runtime::Error> {
         let LambdaEvent { payload, context } = ev;
-        self.app.learn_timer_target(&context.invoked_function_arn);
+        // Every profile's schedules target this function.
+        self.profiles.learn_timer_target(&context.invoked_function_arn);
         if let Some(fire) = payload.get(FIRE_KEY) {
             return self.fire(fire.clone()).await;
         }
@@ -388,6 +390,23 @@ mod tests {
         let mut r = lambda_http::Request::new(lambda_http::Body::Empty);
         *r.uri_mut() = uri.parse().unwrap();
         r
+    }
+
+    /// The fire event a schedule sends, as the handler reads it.
+    fn fire_event(input: &str) -> FireEvent {
+        let payload: Value = serde_json::from_str(input).unwrap();
+        serde_json::from_value(payload.get(FIRE_KEY).cloned().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_schedule_input_is_the_fire_event_of_its_profile() {
+        use crate::clients::eventbridge::{Naming, fire_input};
+        let at: DateTime<Utc> = "2026-12-01T08:00:00Z".parse().unwrap();
+        let own = fire_event(&fire_input("j1", at));
+        assert_eq!((own.job_id.as_str(), own.fire_at, own.profile), ("j1", Some(at), None));
+        let profile = crate::core::profile::Profile::parse("team-a_1").unwrap();
+        let routed = fire_event(&Naming::of(Some(&profile)).fire_input("j1", at));
+        assert_eq!((routed.job_id.as_str(), routed.fire_at, routed.profile.as_deref()), ("j1", Some(at), Some("team-a_1")));
     }
 
     #[test]

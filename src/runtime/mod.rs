@@ -109,9 +109,10 @@ pub fn clock(cfg: &Loaded) -> Arc<dyn Clock> {
     }
 }
 
-/// The timer provider chosen by `cron.provider` (see `config::provider::choose`).
-#[cfg_attr(not(feature = "aws"), expect(unused_variables, reason = "only EventBridge reads the clock"))]
-pub fn timers(cfg: &Loaded, clock: &Arc<dyn Clock>) -> Arc<dyn Timers> {
+/// The timer provider chosen by `cron.provider` (see `config::provider::choose`). A `routed`
+/// profile's EventBridge schedules carry its name (docs/design.md#timers-eventbridge).
+#[cfg_attr(not(feature = "aws"), expect(unused_variables, reason = "only EventBridge reads the clock and the profile"))]
+pub fn timers(cfg: &Loaded, clock: &Arc<dyn Clock>, routed: bool) -> Arc<dyn Timers> {
     let choice = crate::config::provider::choose(cfg, std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some());
     match choice.provider {
         TimerProvider::Chronos => {
@@ -122,9 +123,10 @@ pub fn timers(cfg: &Loaded, clock: &Arc<dyn Clock>) -> Arc<dyn Timers> {
             }
         }
         #[cfg(feature = "aws")]
-        TimerProvider::Eventbridge => {
-            Arc::new(crate::clients::eventbridge::EventBridgeTimers::new(&cfg.settings.cron.eventbridge, None, clock.clone()))
-        }
+        TimerProvider::Eventbridge => Arc::new(
+            crate::clients::eventbridge::EventBridgeTimers::new(&cfg.settings.cron.eventbridge, None, clock.clone())
+                .for_profile(routed.then_some(&cfg.profile)),
+        ),
         _ => Arc::new(PollingTimers),
     }
 }
@@ -160,9 +162,8 @@ async fn wire_parts(home: &Path, cfg: Loaded, owner: Option<String>) -> Result<W
 }
 
 /// Builds the app and the channels over `base` seen as the configured profile's key
-/// space. A `routed` profile (one of many in the process, docs/design.md#profiles) never arms
-/// EventBridge schedules: their input and names do not carry the profile yet, so it uses
-/// Chronos when configured, else the ticker.
+/// space. A `routed` profile (one of many in the process, docs/design.md#profiles) arms
+/// EventBridge schedules of its own names, whose fire events carry its name.
 pub fn wire_on(home: &Path, cfg: Loaded, owner: Option<String>, base: BaseStore, routed: bool) -> Wired {
     let store = base.scoped(cfg.profile.clone());
     let shared = profiles::Shared {
@@ -170,6 +171,7 @@ pub fn wire_on(home: &Path, cfg: Loaded, owner: Option<String>, base: BaseStore,
         root: cfg.store_home.clone().unwrap_or_else(|| home.to_path_buf()),
         env: cfg.env.clone(),
         owner: owner.clone(),
+        eventbridge: cfg.settings.cron.eventbridge.clone(),
     };
     // Every store call is counted for the dashboard's usage chart (docs/design.md#usage).
     let counting = Arc::new(crate::store::counting::CountingStore::new(store));
@@ -178,11 +180,7 @@ pub fn wire_on(home: &Path, cfg: Loaded, owner: Option<String>, base: BaseStore,
     let llm = crate::clients::llm::from_config(&cfg);
     let channels = Arc::new(Channels::from_config(&cfg));
     let clock = clock(&cfg);
-    let mut timers = timers(&cfg, &clock);
-    if routed && timers.provider() == TimerProvider::Eventbridge {
-        tracing::warn!(profile = %cfg.profile, "EventBridge timers are not available to a routed profile yet: its jobs run from the ticker");
-        timers = Arc::new(PollingTimers);
-    }
+    let timers = timers(&cfg, &clock, routed);
     let stt = crate::clients::stt::from_config(&cfg);
     let app = App::new(Parts {
         cfg: Arc::new(cfg),

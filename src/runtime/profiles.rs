@@ -9,7 +9,7 @@
 use super::{BaseStore, Wired};
 use crate::app::App;
 use crate::channels::Channels;
-use crate::config::Env;
+use crate::config::{Env, EventBridgeSettings};
 use crate::core::profile::Profile;
 use crate::http::error::ApiError;
 use crate::http::{HttpState, router};
@@ -37,6 +37,10 @@ pub struct Shared {
     pub env: Env,
     /// The lease owner id of this process.
     pub owner: Option<String>,
+    /// The deployment's EventBridge Scheduler group, target and role (the process's own
+    /// profile's `cron.eventbridge`, environment included): every routed profile arms its
+    /// schedules there, whatever its own `config.yaml` says (docs/design.md#profiles).
+    pub eventbridge: EventBridgeSettings,
 }
 
 /// One served profile: its app and its router (the same routes as the process's own).
@@ -62,6 +66,8 @@ pub struct Profiles {
     cache: Mutex<Lru>,
     /// Apps built so far (logged; tests check "once").
     builds: std::sync::atomic::AtomicUsize,
+    /// What timers should call, once known (the Lambda function's ARN): told to every app.
+    timer_target: std::sync::OnceLock<String>,
 }
 
 #[derive(Default)]
@@ -79,7 +85,18 @@ impl Profiles {
     /// [`Profiles::new`], keeping at most `capacity` (≥ 1) routed apps.
     pub fn with_capacity(default_profile: Profile, default: Served, shared: Shared, local_keys: bool, capacity: usize) -> Arc<Self> {
         let (cache, builds) = (Mutex::default(), Default::default());
-        Arc::new(Self { default_profile, default, shared, local_keys, capacity: capacity.max(1), cache, builds })
+        let timer_target = std::sync::OnceLock::new();
+        Arc::new(Self { default_profile, default, shared, local_keys, capacity: capacity.max(1), cache, builds, timer_target })
+    }
+
+    /// Tells every app, the default, the cached ones and those built later, what its timers
+    /// should call (the Lambda entry passes its ARN from each invocation context).
+    pub fn learn_timer_target(&self, target: &str) {
+        let _ = self.timer_target.set(target.to_string());
+        self.default.app.learn_timer_target(target);
+        for s in self.cached() {
+            s.app.learn_timer_target(target);
+        }
     }
 
     /// How many routed apps have been built (each first request, and again after eviction).
@@ -134,10 +151,15 @@ impl Profiles {
         cfg.profile = profile.clone();
         cfg.store_home = Some(self.shared.root.clone());
         carry_profile_in_callback(&mut cfg);
+        deployment_eventbridge(&mut cfg, &self.shared.eventbridge);
         for w in &cfg.warnings {
             tracing::warn!(%profile, "{w}");
         }
         let Wired { app, channels, .. } = super::wire_on(&home, cfg, self.shared.owner.clone(), self.shared.base.clone(), true);
+        // Before the jobs file is synced: syncing arms timers, which need the target.
+        if let Some(target) = self.timer_target.get() {
+            app.learn_timer_target(target);
+        }
         app.mcp_warm().await;
         if let Err(e) = app.jobs().sync_file().await {
             tracing::error!(%profile, error = %e, "jobs.json refused; the stored jobs are unchanged");
@@ -237,6 +259,26 @@ fn carry_profile_in_callback(cfg: &mut crate::config::Loaded) {
     {
         *url = format!("{base}{marker}api/cron/fire");
     }
+}
+
+/// A routed profile's EventBridge group, target and role are the deployment's: the
+/// schedules of every profile live in the one group the function's role may manage and
+/// invoke the function itself, so an agent's own `config.yaml` cannot point them elsewhere
+/// (a different value there is ignored, with a warning).
+fn deployment_eventbridge(cfg: &mut crate::config::Loaded, deployment: &EventBridgeSettings) {
+    let own = &cfg.settings.cron.eventbridge;
+    let default = EventBridgeSettings::default();
+    let set_apart = [
+        ("group", &own.group, &deployment.group, &default.group),
+        ("target_arn", &own.target_arn, &deployment.target_arn, &default.target_arn),
+        ("role_arn", &own.role_arn, &deployment.role_arn, &default.role_arn),
+    ];
+    for (key, own, deployment, default) in set_apart {
+        if own != deployment && own != default {
+            cfg.warnings.push(format!("cron.eventbridge.{key} is ignored in a routed profile: the deployment's `{deployment}` applies"));
+        }
+    }
+    cfg.settings.cron.eventbridge = deployment.clone();
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ fn setup(tag: &str, capacity: usize) -> (Arc<Profiles>, PathBuf) {
     let app = TestApp::new(chrono::Utc::now()).home(root.clone()).env(env.clone()).build();
     let state = crate::test_support::http_state(app.clone(), Some("k-main"), "builtin");
     let default = Served { app, channels: state.channels.clone(), router: router(state) };
-    let shared = Shared { base, root: root.clone(), env, owner: None };
+    let shared = Shared { base, root: root.clone(), env, owner: None, eventbridge: Default::default() };
     (Profiles::with_capacity(Profile::main(), default, shared, false, capacity), root)
 }
 
@@ -103,4 +103,30 @@ async fn built_once_and_bounded() {
     names.sort();
     assert_eq!(names, ["a", "b", "c"].map(String::from), "the default (main) is not among the others");
     std::fs::remove_dir_all(root).unwrap();
+}
+
+/// A routed profile's EventBridge group, target and role are the deployment's, whatever its
+/// own `config.yaml` says (a different value there is named in a warning).
+#[test]
+fn a_routed_profile_uses_the_deployments_eventbridge_settings() {
+    let deployment = crate::config::EventBridgeSettings {
+        group: "hz-deploy".into(),
+        target_arn: "arn:aws:lambda:us-east-1:123456789012:function:hz".into(),
+        role_arn: "arn:aws:iam::123456789012:role/hz-scheduler".into(),
+    };
+    let mut cfg = crate::config::load_settings(std::path::Path::new("/nonexistent"), None, &Env::default()).unwrap();
+    deployment_eventbridge(&mut cfg, &deployment);
+    let eb = &cfg.settings.cron.eventbridge;
+    assert_eq!(
+        (eb.group.as_str(), eb.target_arn.as_str(), eb.role_arn.as_str()),
+        (&*deployment.group, &*deployment.target_arn, &*deployment.role_arn)
+    );
+    assert!(cfg.warnings.is_empty(), "{:?}", cfg.warnings);
+
+    let mut cfg = crate::config::load_settings(std::path::Path::new("/nonexistent"), None, &Env::default()).unwrap();
+    cfg.settings.cron.eventbridge.role_arn = "arn:aws:iam::999999999999:role/elsewhere".into();
+    deployment_eventbridge(&mut cfg, &deployment);
+    assert_eq!(cfg.settings.cron.eventbridge.role_arn, deployment.role_arn);
+    assert_eq!(cfg.warnings.len(), 1, "{:?}", cfg.warnings);
+    assert!(cfg.warnings[0].contains("cron.eventbridge.role_arn is ignored"), "{:?}", cfg.warnings);
 }

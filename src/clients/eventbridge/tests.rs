@@ -64,6 +64,26 @@ fn adapter(endpoint: &str) -> (EventBridgeTimers, Client, String) {
     (EventBridgeTimers::with_client(&settings(&group, ROLE), c.clone(), wall()), c, group)
 }
 
+fn profile(name: &str) -> Profile {
+    Profile::parse(name).unwrap()
+}
+
+/// An adapter on `group` arming for `routed` (None: the process's own profile).
+fn adapter_in(c: &Client, group: &str, routed: Option<&str>) -> EventBridgeTimers {
+    let p = routed.map(profile);
+    EventBridgeTimers::with_client(&settings(group, ROLE), c.clone(), wall()).for_profile(p.as_ref())
+}
+
+/// A schedule's target input, parsed.
+async fn input_of(c: &Client, group: &str, name: &str) -> serde_json::Value {
+    let s = c.get_schedule().name(name).group_name(group).send().await.unwrap();
+    serde_json::from_str(s.target().unwrap().input().unwrap()).unwrap()
+}
+
+fn valid_name(n: &str) -> bool {
+    !n.is_empty() && n.len() <= 64 && n.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+}
+
 async fn names(c: &Client, group: &str) -> Vec<String> {
     let out = c.list_schedules().group_name(group).send().await.unwrap();
     let mut v: Vec<String> = out.schedules().iter().filter_map(|s| s.name().map(str::to_string)).collect();
@@ -89,6 +109,60 @@ fn names_follow_the_contract() {
 }
 
 #[test]
+fn a_routed_profile_has_names_of_its_own() {
+    let at = utc("2026-12-01T08:00:00Z");
+    let (own, a, ab) = (Naming::default(), Naming::of(Some(&profile("a"))), Naming::of(Some(&profile("ab"))));
+    assert_eq!(own.schedule_name("daily", at), schedule_name("daily", at));
+    assert_eq!(a.prefix(), "hzp.a.");
+    let name = a.schedule_name("daily-news", at);
+    assert_eq!(name, "hzp.a.daily-news-20261201T080000Z");
+    assert_eq!(a.parse_name(&name), Some(("daily-news", at)));
+    // Each profile parses only its own names: not the process's (`hz-`), not a longer
+    // profile name that starts with the same letters.
+    assert_eq!(own.parse_name(&name), None);
+    assert_eq!(parse_name(&name), None);
+    assert!(!name.starts_with(NAME_PREFIX));
+    assert_eq!(a.parse_name(&schedule_name("daily-news", at)), None);
+    assert_eq!(a.parse_name(&ab.schedule_name("daily-news", at)), None);
+    assert_eq!(ab.parse_name(&a.schedule_name("daily-news", at)), None);
+    // The same job id in two profiles: two names.
+    assert_ne!(a.schedule_name("j1", at), ab.schedule_name("j1", at));
+    // `main` routed (the process's own profile being another) is a profile like any other.
+    assert_eq!(Naming::of(Some(&profile("main"))).schedule_name("j1", at), "hzp.main.j1-20261201T080000Z");
+}
+
+#[test]
+fn long_profile_names_and_job_ids_fit_and_stay_distinct() {
+    let at = utc("2026-12-01T08:00:00Z");
+    let profiles: Vec<String> = (1..=64).map(|n| "p".repeat(n)).chain(["a".repeat(63) + "-", "a".repeat(63) + "_"]).collect();
+    let ids: Vec<String> = (1..=64).map(|n| "j".repeat(n)).chain(["weird id/ü".to_string()]).collect();
+    let mut seen = std::collections::BTreeSet::new();
+    for p in &profiles {
+        let naming = Naming::of(Some(&profile(p)));
+        assert!(naming.prefix().starts_with(PROFILE_PREFIX) && !naming.prefix().starts_with(NAME_PREFIX), "{p}");
+        for id in &ids {
+            let name = naming.schedule_name(id, at);
+            assert!(valid_name(&name), "{p} {id}: `{name}` ({} chars)", name.len());
+            assert_eq!(naming.parse_name(&name).map(|(_, t)| t), Some(at), "{name}");
+            assert!(seen.insert(name.clone()), "{p} {id}: `{name}` is another's too");
+            assert_eq!(Naming::default().parse_name(&name), None, "{name}");
+        }
+    }
+    // Another profile never parses a name that is not its own, long names included.
+    let (long_a, long_b) = (Naming::of(Some(&profile(&"a".repeat(64)))), Naming::of(Some(&profile(&"a".repeat(63)))));
+    assert_ne!(long_a.prefix(), long_b.prefix());
+    assert_eq!(long_a.parse_name(&long_b.schedule_name("j1", at)), None);
+    assert_eq!(long_b.parse_name(&long_a.schedule_name("j1", at)), None);
+    // A shortened profile part is longer than any verbatim one: a 21-character name never
+    // shares the prefix of a 20-character one.
+    let short = Naming::of(Some(&profile(&"q".repeat(20))));
+    let shortened = Naming::of(Some(&profile(&"q".repeat(21))));
+    assert_eq!(short.prefix().len() + 1, shortened.prefix().len());
+    // Stable across builds (the hash is part of the names in use).
+    assert_eq!(Naming::of(Some(&profile(&"a".repeat(64)))), long_a);
+}
+
+#[test]
 fn expression_and_input() {
     let now = utc("2026-12-01T07:00:00Z");
     assert_eq!(at_expression(utc("2026-12-01T08:00:00Z"), now), "at(2026-12-01T08:00:00)");
@@ -96,6 +170,10 @@ fn expression_and_input() {
     assert_eq!(at_expression(utc("2026-12-01T06:00:00Z"), now), "at(2026-12-01T07:01:00)");
     let input: serde_json::Value = serde_json::from_str(&fire_input("j1", utc("2026-12-01T06:00:00Z"))).unwrap();
     assert_eq!(input, serde_json::json!({"hermes_zero_fire": {"job_id": "j1", "fire_at": "2026-12-01T06:00:00Z"}}));
+    let routed: serde_json::Value =
+        serde_json::from_str(&Naming::of(Some(&profile("a"))).fire_input("j1", utc("2026-12-01T06:00:00Z"))).unwrap();
+    let want = serde_json::json!({"hermes_zero_fire": {"job_id": "j1", "fire_at": "2026-12-01T06:00:00Z", "profile": "a"}});
+    assert_eq!(routed, want);
 }
 
 #[tokio::test]
@@ -196,4 +274,102 @@ async fn a_wake_is_a_one_shot_watchdog_schedule_that_reconcile_leaves_alone() {
     let r = t.reconcile(&[]).await.unwrap();
     assert_eq!((r.armed, r.cancelled), (0, 0));
     assert_eq!(names(&c, &group).await, vec![name]);
+}
+
+#[tokio::test]
+async fn a_routed_profile_arms_schedules_of_its_own_that_carry_its_name() {
+    let Some(ep) = moto("a_routed_profile_arms_schedules_of_its_own_that_carry_its_name") else { return };
+    let (_, c, group) = adapter(&ep);
+    let t = adapter_in(&c, &group, Some("team-a"));
+    let at = future(2);
+    t.arm(&job("job-a", Some(at))).await.unwrap();
+    t.arm(&job("job-a", Some(at))).await.unwrap();
+    let name = Naming::of(Some(&profile("team-a"))).schedule_name("job-a", at);
+    assert!(name.starts_with("hzp.team-a.job-a-"), "{name}");
+    assert_eq!(names(&c, &group).await, vec![name.clone()]);
+    let s = c.get_schedule().name(&name).group_name(&group).send().await.unwrap();
+    assert_eq!(s.action_after_completion(), Some(&ActionAfterCompletion::Delete));
+    assert_eq!(s.target().map(|t| (t.arn(), t.role_arn())), Some((TARGET, ROLE)));
+    let fire_at = at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let want = serde_json::json!({"hermes_zero_fire": {"job_id": "job-a", "fire_at": fire_at, "profile": "team-a"}});
+    assert_eq!(input_of(&c, &group, &name).await, want);
+    // Moving the job replaces its one schedule.
+    let later = future(3);
+    t.arm(&job("job-a", Some(later))).await.unwrap();
+    assert_eq!(names(&c, &group).await, vec![Naming::of(Some(&profile("team-a"))).schedule_name("job-a", later)]);
+}
+
+#[tokio::test]
+async fn profiles_in_one_group_never_touch_each_others_schedules() {
+    let Some(ep) = moto("profiles_in_one_group_never_touch_each_others_schedules") else { return };
+    let (own, c, group) = adapter(&ep);
+    let (a, ab) = (adapter_in(&c, &group, Some("a")), adapter_in(&c, &group, Some("ab")));
+    let at = future(2);
+    // The same job id in the process's own profile and in two routed ones: three schedules,
+    // each with its own input.
+    own.arm(&job("j1", Some(at))).await.unwrap();
+    a.arm(&job("j1", Some(at))).await.unwrap();
+    ab.arm(&job("j1", Some(at))).await.unwrap();
+    let (n_own, n_a, n_ab) = (
+        schedule_name("j1", at),
+        Naming::of(Some(&profile("a"))).schedule_name("j1", at),
+        Naming::of(Some(&profile("ab"))).schedule_name("j1", at),
+    );
+    let mut all = vec![n_own.clone(), n_a.clone(), n_ab.clone()];
+    all.sort();
+    assert_eq!(names(&c, &group).await, all);
+    assert_eq!(input_of(&c, &group, &n_own).await["hermes_zero_fire"].get("profile"), None);
+    assert_eq!(input_of(&c, &group, &n_a).await["hermes_zero_fire"]["profile"], serde_json::json!("a"));
+    assert_eq!(input_of(&c, &group, &n_ab).await["hermes_zero_fire"]["profile"], serde_json::json!("ab"));
+
+    // A reconcile of no jobs deletes only its own profile's schedules.
+    let r = own.reconcile(&[]).await.unwrap();
+    assert_eq!((r.armed, r.cancelled, r.unchanged), (0, 1, 0));
+    assert_eq!(names(&c, &group).await, vec![n_a.clone(), n_ab.clone()]);
+    let r = a.reconcile(&[]).await.unwrap();
+    assert_eq!((r.armed, r.cancelled, r.unchanged), (0, 1, 0));
+    assert_eq!(names(&c, &group).await, vec![n_ab.clone()]);
+    // A routed profile's reconcile leaves the process's own profile's schedules alone too,
+    // and a cancel in one profile is only that profile's.
+    own.arm(&job("j1", Some(at))).await.unwrap();
+    a.arm(&job("j1", Some(at))).await.unwrap();
+    let r = ab.reconcile(&[job("j1", Some(at)), job("j2", Some(at))]).await.unwrap();
+    assert_eq!((r.armed, r.cancelled, r.unchanged), (1, 0, 1));
+    let n_ab2 = Naming::of(Some(&profile("ab"))).schedule_name("j2", at);
+    let mut want = vec![n_own.clone(), n_a.clone(), n_ab.clone(), n_ab2.clone()];
+    want.sort();
+    assert_eq!(names(&c, &group).await, want);
+    own.cancel("j1").await.unwrap();
+    a.cancel("j1").await.unwrap();
+    assert_eq!(names(&c, &group).await, vec![n_ab, n_ab2]);
+}
+
+#[tokio::test]
+async fn a_long_profile_name_and_job_id_make_a_valid_name_moto_accepts() {
+    let Some(ep) = moto("a_long_profile_name_and_job_id_make_a_valid_name_moto_accepts") else { return };
+    let (_, c, group) = adapter(&ep);
+    let (p1, p2) = ("p".repeat(64), "p".repeat(63));
+    let (t1, t2) = (adapter_in(&c, &group, Some(&p1)), adapter_in(&c, &group, Some(&p2)));
+    let (id1, id2) = ("j".repeat(64), "j".repeat(63));
+    let at = future(2);
+    for t in [&t1, &t2] {
+        t.arm(&job(&id1, Some(at))).await.unwrap();
+        t.arm(&job(&id2, Some(at))).await.unwrap();
+    }
+    let got = names(&c, &group).await;
+    assert_eq!(got.len(), 4, "{got:?}");
+    assert!(got.iter().all(|n| valid_name(n)), "{got:?}");
+    let input = input_of(&c, &group, &Naming::of(Some(&profile(&p1))).schedule_name(&id1, at)).await;
+    assert_eq!(
+        (&input["hermes_zero_fire"]["job_id"], &input["hermes_zero_fire"]["profile"]),
+        (&serde_json::json!(id1), &serde_json::json!(p1))
+    );
+    // Each profile's reconcile keeps its two and leaves the other's.
+    let r = t1.reconcile(&[job(&id1, Some(at)), job(&id2, Some(at))]).await.unwrap();
+    assert_eq!((r.armed, r.cancelled, r.unchanged), (0, 0, 2));
+    t2.reconcile(&[]).await.unwrap();
+    let left = names(&c, &group).await;
+    let mut want = vec![Naming::of(Some(&profile(&p1))).schedule_name(&id1, at), Naming::of(Some(&profile(&p1))).schedule_name(&id2, at)];
+    want.sort();
+    assert_eq!(left, want);
 }
