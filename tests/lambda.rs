@@ -751,3 +751,73 @@ async fn lambda_routes_a_profile_by_path() {
     let (_, resp) = f.invoke(function_url("GET", "/p/a/api/sessions", headers("key-a"), None, false)).await;
     assert!(body_json(&resp).to_string().contains("agent:a:api:dm:c1"), "{resp}");
 }
+
+/// The input of a schedule in a group of the moto Scheduler API.
+async fn moto_schedule_input(endpoint: &str, group: &str, name: &str) -> Value {
+    use aws_sdk_scheduler::config::{BehaviorVersion, Credentials, Region};
+    let conf = aws_sdk_scheduler::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("testing", "testing", None, None, "tests"))
+        .endpoint_url(endpoint)
+        .http_client(hermes_zero::clients::aws_sdk_http_client())
+        .build();
+    let s = aws_sdk_scheduler::Client::from_conf(conf).get_schedule().name(name).group_name(group).send().await.unwrap();
+    serde_json::from_str(s.target().and_then(|t| t.input()).unwrap()).unwrap()
+}
+
+/// A routed profile on Lambda arms EventBridge schedules of its own (docs/design.md#profiles):
+/// the watchdog's pass over profile `a` (whose `config.yaml` has no `cron.eventbridge`)
+/// arms `hzp.a.<job>-<time>` in the function's group, targeting the function ARN learned
+/// from the invocation, and the function's own first reconcile leaves it alone. The
+/// schedule's input, sent as the event, fires a's job in a's app and moves the schedule;
+/// the same event without the profile finds no such job in the function's own profile.
+#[tokio::test]
+async fn lambda_routed_profile_arms_and_fires_its_own_schedules() {
+    let Some(moto) = moto_endpoint("lambda_routed_profile_arms_and_fires_its_own_schedules") else { return };
+    let llm = FakeLlm::start().await;
+    let home = TempHome::new("lambda-profile-eb");
+    let group = format!("hz-lpeb-{:08x}", rand::random::<u32>());
+    let extra = format!("cron:\n  eventbridge:\n    group: {group}\n    role_arn: arn:aws:iam::123456789012:role/hz-scheduler\n");
+    home.write("config.yaml", &common::config(Some(&llm), None, &extra));
+    home.write("profiles/a/config.yaml", &common::config(Some(&llm), None, ""));
+    home.write("profiles/a/.env", "API_SERVER_KEY=key-a\n");
+    let (job_id, fire_at) = add_job_in(home.path(), &[("HERMES_PROFILE".into(), "a".into())]);
+
+    // An hour and 40 s on: the occurrence is due, and not yet overdue for the ticker's
+    // safety net (180 s late under a managed provider).
+    let envs = [
+        ("HERMES_CLOCK_OFFSET_SECS", "3640"),
+        ("AWS_ENDPOINT_URL_SCHEDULER", moto.as_str()),
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+    ];
+    let (api, rapid) = start_rapid().await;
+    let mut f = Function::start(&api, rapid.clone(), home.path(), &envs);
+    let (kind, resp) = f.invoke(json!({"hermes_zero_tick": {}})).await;
+    assert_eq!((kind, resp), ("response", json!({"status": "ok"})));
+    f.settled().await;
+    let stamp = |at: &str| chrono::DateTime::parse_from_rfc3339(at).unwrap().format("%Y%m%dT%H%M%SZ").to_string();
+    let name = format!("hzp.a.{job_id}-{}", stamp(&fire_at));
+    assert_eq!(moto_schedules(&moto, &group).await, vec![(name.clone(), FUNCTION_ARN.to_string())]);
+    let input = moto_schedule_input(&moto, &group, &name).await;
+    assert_eq!(input, json!({"hermes_zero_fire": {"job_id": job_id, "fire_at": fire_at, "profile": "a"}}));
+    assert_eq!(llm.calls(), 0, "the safety-net tick left the job to its schedule");
+
+    // The schedule's event runs a's job once, and a's schedule moves to the next occurrence.
+    let (kind, resp) = f.invoke(input.clone()).await;
+    assert_eq!(kind, "response", "{resp}");
+    assert_eq!((resp["status"].clone(), resp["run_status"].clone()), (json!("ok"), json!("ok")), "{resp}");
+    assert_eq!(llm.calls(), 1);
+    assert!(common::last_user(&llm.requests()[0]).contains("summarise the overnight news"));
+    let next = resp["next_fire_at"].as_str().unwrap().to_string();
+    let (_, resp) = f.invoke(input).await;
+    assert_eq!(resp, json!({"status": "duplicate"}));
+    let moved = format!("hzp.a.{job_id}-{}", stamp(&next));
+    assert_eq!(moto_schedules(&moto, &group).await, vec![(moved, FUNCTION_ARN.to_string())]);
+    // Without the profile the event is the function's own profile's, which has no such job.
+    let (_, resp) = f.invoke(json!({"hermes_zero_fire": {"job_id": job_id, "fire_at": fire_at}})).await;
+    assert_eq!(resp, json!({"status": "gone"}));
+    assert_eq!(llm.calls(), 1);
+    assert!(rapid.init_errors.lock().unwrap().is_empty());
+}
