@@ -2,7 +2,8 @@
 //! instant model: message turns, fires (JWT verify + claim + advance + run + record), store
 //! calls per operation, and growth with transcript length and job count.
 //!
-//! Run: `cargo bench --bench paths` (results go to BENCHMARKS.md by hand, with the machine).
+//! Run: `cargo bench --bench paths` (results go to BENCHMARKS.md by hand, with the machine);
+//! `cargo bench --bench paths -- transcript` runs one group (`message`, `transcript`, `fire`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -95,9 +96,10 @@ async fn transcript_growth(dir: &std::path::Path) {
         let chat = format!("grow{n}");
         let out = app.sessions().handle_inbound(msg(&chat, "seed")).await.unwrap();
         let id = SessionId::parse(&out.session_id).unwrap();
-        let batch: Vec<Message> = (0..500).map(|i| Message::text(Role::User, format!("old {i}"), Utc::now())).collect();
-        for _ in 0..n / 500 {
-            store.append_messages(&id, &batch, None).await.unwrap();
+        // `n` stored messages in batches of at most 500 (the seed turn's 2 come first).
+        let old: Vec<Message> = (0..n).map(|i| Message::text(Role::User, format!("old {i}"), Utc::now())).collect();
+        for batch in old.chunks(500) {
+            store.append_messages(&id, batch, None).await.unwrap();
         }
         let mut lat = Vec::new();
         let t0 = Instant::now();
@@ -168,14 +170,24 @@ fn main() {
         std::fs::create_dir_all(&d).unwrap();
         d
     };
+    // `cargo bench --bench paths -- message transcript fire`: only the named groups (all by
+    // default), e.g. to profile one of them.
+    let only: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let run = |group: &str| only.is_empty() || only.iter().any(|o| o == group);
     println!("| path | n | p50 ms | p99 ms | max ms | per s |\n|---|---|---|---|---|---|");
     rt.block_on(async {
-        message_path(&sub("msg")).await;
-        transcript_growth(&sub("grow")).await;
-        fire_path(&sub("fire1"), 1000, 1, "fire, 1000 distinct jobs, sequential").await;
-        fire_path(&sub("fire8"), 1000, 8, "fire, 1000 distinct jobs due at once, 8 in flight").await;
-        fire_path(&sub("fire10"), 10, 1, "fire, 10 jobs in store").await;
-        fire_path(&sub("fire10k"), 10_000, 1, "fire, 10,000 jobs in store (1,000 fired)").await;
+        if run("message") {
+            message_path(&sub("msg")).await;
+        }
+        if run("transcript") {
+            transcript_growth(&sub("grow")).await;
+        }
+        if run("fire") {
+            fire_path(&sub("fire1"), 1000, 1, "fire, 1000 distinct jobs, sequential").await;
+            fire_path(&sub("fire8"), 1000, 8, "fire, 1000 distinct jobs due at once, 8 in flight").await;
+            fire_path(&sub("fire10"), 10, 1, "fire, 10 jobs in store").await;
+            fire_path(&sub("fire10k"), 10_000, 1, "fire, 10,000 jobs in store (1,000 fired)").await;
+        }
     });
     std::fs::remove_dir_all(base).ok();
     let _ = Occurrence::new("x", Utc::now());

@@ -7,6 +7,8 @@ use crate::core::compress::{SUMMARIZER_SYSTEM, SUMMARY_PREFIX, SummaryIndex, met
 use crate::core::ids::{ChatType, Origin, SessionId};
 use crate::core::session::{Message, Role};
 use crate::ports::{ChatRequest, ChatResponse, Llm, LlmError};
+use crate::store::counting::CountingStore;
+use crate::store::sqlite::SqliteStore;
 use crate::test_support::{Outbox, TestApp};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -164,6 +166,46 @@ async fn a_grown_tail_updates_the_summary_from_the_previous_one() {
     let c = contents(&llm.chats().last().cloned().unwrap());
     assert!(c.len() <= 41, "{}", c.len());
     assert_eq!(c.iter().filter(|m| m.starts_with(SUMMARY_PREFIX)).count(), 1);
+}
+
+/// A turn's read is bounded by the context, not the transcript: once a 3,000-message session
+/// is summarized, each turn takes `max_context_messages` + 64 messages in its one read (not
+/// the 2,000 it used to decode every turn), and needs no second read.
+#[tokio::test]
+async fn after_the_summary_a_long_session_turn_reads_a_context_sized_window_once() {
+    let now = "2026-03-01T10:00:00Z".parse::<DateTime<Utc>>().unwrap();
+    let llm = Arc::new(Scripted::default());
+    let counting = Arc::new(CountingStore::new(Arc::new(SqliteStore::in_memory().unwrap())));
+    let app = TestApp::new(now)
+        .yaml("model: {max_context_messages: 40}")
+        .home("/nonexistent-home")
+        .store(counting.clone())
+        .llm(llm.clone())
+        .delivery(Arc::new(Outbox::default()))
+        .build();
+    let id = seeded(&app, 3000, 20).await;
+    counting.take();
+    app.handle_inbound(inbound("api", "q1")).await.unwrap();
+    assert_eq!(llm.summaries().len(), 1, "the long session is summarized once");
+    let first = counting.take();
+    assert_eq!(first.get("recent_messages"), Some(&1), "the first summary reads the long tail again: {first:?}");
+    let asked = &llm.summaries()[0].messages[1].content;
+    assert!(asked.contains("m1001 ") && !asked.contains("m1000 "), "from the newest 2,000 messages on");
+
+    let read = crate::app::context::read(&app, &id).await.unwrap();
+    assert_eq!(read.messages.len(), 40 + 64, "the folded read's window");
+    assert!(read.count > 3000);
+    counting.take();
+    for i in 0..5 {
+        let out = app.handle_inbound(inbound("api", &format!("next {i}"))).await.unwrap();
+        assert_eq!(out.reply.as_deref(), Some(format!("echo: next {i}").as_str()));
+    }
+    let later = counting.take();
+    assert_eq!(later.get("turn_read"), Some(&5), "{later:?}");
+    assert_eq!(later.get("recent_messages"), None, "the window holds every message after the summary: {later:?}");
+    assert_eq!(llm.summaries().len(), 1, "not re-summarized");
+    let c = contents(&llm.chats().last().cloned().unwrap());
+    assert!(c.iter().any(|m| m.starts_with(SUMMARY_PREFIX)) && c.last().map(String::as_str) == Some("next 4"));
 }
 
 #[tokio::test]

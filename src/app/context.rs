@@ -15,6 +15,13 @@ use crate::ports::{ChatRequest, TurnRead};
 /// summarized from its newest ones).
 const MAX_READ: usize = 2000;
 
+/// Messages a chat turn's folded read takes beyond `max_context_messages` (compression on).
+/// Compression keeps the messages after the summary under `max_context_messages`, plus what
+/// the last turn added; this covers a turn of about 30 tool calls. A longer tail (a long
+/// imported session, a summarizer that failed) is read again, up to [`MAX_READ`], by
+/// [`load`]: one more store request on that turn only (docs/design.md#compression).
+const READ_SLACK: usize = 64;
+
 /// What [`load`] produced: the transcript messages to send and the summarizer's usage.
 #[derive(Debug, Default)]
 pub(in crate::app) struct Context {
@@ -29,11 +36,14 @@ pub(in crate::app) struct Context {
 /// Name of a session's summary index note (`TurnStore`; read with its transcript).
 const SUMMARY_NOTE: &str = "summary";
 
-/// A chat turn's one read before the model (docs/design.md#store-cost): as many newest
-/// messages as [`load`] can use, the message count, the memory snapshot and the summary index.
+/// A chat turn's one read before the model (docs/design.md#store-cost): the newest messages
+/// a prompt normally uses, the message count, the memory snapshot and the summary index.
+/// The read is bounded by the context, not by the transcript: decoding every stored message
+/// up to [`MAX_READ`] made a turn's cost grow with its session's length.
 pub(in crate::app) async fn read(app: &App, session: &SessionId) -> Result<TurnRead, AppError> {
     let s = &app.inner.cfg.settings;
-    let limit = if s.compression.enabled { MAX_READ } else { s.model.max_context_messages };
+    let max_ctx = s.model.max_context_messages;
+    let limit = if s.compression.enabled { (max_ctx + READ_SLACK).min(MAX_READ) } else { max_ctx };
     Ok(app.inner.store.turn_read(session, limit, &[crate::app::memory::SNAPSHOT_NOTE, SUMMARY_NOTE]).await?)
 }
 
@@ -60,7 +70,13 @@ pub(in crate::app) async fn load(app: &App, spec: &TurnSpec<'_>, pre: Option<&Tu
         }
     };
     let (count, window) = match pre.filter(|_| spec.transcript.is_none()) {
-        Some(r) => pre_window(r, index.as_ref()),
+        Some(r) => match pre_window(r, index.as_ref()) {
+            Window::Whole(count, window) => (count, window),
+            // More messages after the summary than the folded read took: read them.
+            Window::Short { count, after_summary } => {
+                (count, app.inner.store.recent_messages(spec.session_id, after_summary.min(MAX_READ)).await?)
+            }
+        },
         None => read_window(app, spec, index.as_ref()).await?,
     };
     let first = count.saturating_sub(window.len());
@@ -131,12 +147,26 @@ async fn read_window(app: &App, spec: &TurnSpec<'_>, index: Option<&SummaryIndex
     Ok((count, store.recent_messages(spec.session_id, (count - start).min(MAX_READ)).await?))
 }
 
-/// [`read_window`] from the folded read: the count and the messages after the summary.
-fn pre_window(r: &TurnRead, index: Option<&SummaryIndex>) -> (usize, Vec<Message>) {
+/// What the folded read holds of the messages a prompt may use.
+#[derive(Debug, PartialEq)]
+enum Window {
+    /// The message count and every message after the summary (at most [`MAX_READ`]).
+    Whole(usize, Vec<Message>),
+    /// The read stopped short: `after_summary` messages follow the summary.
+    Short { count: usize, after_summary: usize },
+}
+
+/// [`read_window`] from the folded read: the count and the messages after the summary, when
+/// the read reached back that far (or took [`MAX_READ`], all a prompt ever reads).
+fn pre_window(r: &TurnRead, index: Option<&SummaryIndex>) -> Window {
     let count = usize::try_from(r.count).unwrap_or(usize::MAX).max(r.messages.len());
     let start = index.map_or(0, |i| usize::try_from(i.through).unwrap_or(count).min(count));
-    let take = (count - start).min(r.messages.len());
-    (count, r.messages[r.messages.len() - take..].to_vec())
+    let after_summary = count - start;
+    if after_summary > r.messages.len() && r.messages.len() < MAX_READ {
+        return Window::Short { count, after_summary };
+    }
+    let take = after_summary.min(r.messages.len());
+    Window::Whole(count, r.messages[r.messages.len() - take..].to_vec())
 }
 
 /// The summary index from the folded read. An index stored where it was kept before it

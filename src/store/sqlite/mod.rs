@@ -95,6 +95,26 @@ fn ms(t: DateTime<Utc>) -> i64 {
     t.timestamp_millis()
 }
 
+/// Statements kept prepared per connection: every statement of the hot paths (a message turn
+/// runs about 20 distinct ones) stays parsed; rusqlite's default is 16.
+const STATEMENT_CACHE: usize = 64;
+
+/// `Connection::execute` through the connection's statement cache. Parsing the SQL of each
+/// uncached statement was about a tenth of a message turn's CPU (BENCHMARKS.md §5).
+fn cached_execute<P: rusqlite::Params>(c: &Connection, sql: &str, p: P) -> rusqlite::Result<usize> {
+    c.prepare_cached(sql)?.execute(p)
+}
+
+/// `Connection::query_row` through the connection's statement cache.
+fn cached_row<T, P: rusqlite::Params, F: FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>>(
+    c: &Connection,
+    sql: &str,
+    p: P,
+    f: F,
+) -> rusqlite::Result<T> {
+    c.prepare_cached(sql)?.query_row(p, f)
+}
+
 /// The instant of a stored millisecond count.
 fn from_ms(v: i64) -> DateTime<Utc> {
     DateTime::from_timestamp_millis(v).unwrap_or_default()
@@ -137,6 +157,7 @@ impl SqliteStore {
         }
         let mut conn = Connection::open(path).map_err(backend)?;
         conn.busy_timeout(std::time::Duration::from_secs(15)).map_err(backend)?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         conn.execute_batch(&format!("PRAGMA journal_mode=WAL; PRAGMA synchronous={}; PRAGMA foreign_keys=ON;", synchronous()))
             .map_err(backend)?;
         schema::migrate(&mut conn).map_err(backend)?;
@@ -158,6 +179,7 @@ impl SqliteStore {
     /// An in-memory store (tests).
     pub fn in_memory() -> Result<Self, StoreError> {
         let mut conn = Connection::open_in_memory().map_err(backend)?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         schema::migrate(&mut conn).map_err(backend)?;
         Ok(Self { thread: Arc::new(StoreThread::start(conn)?), scope: Arc::default() })
     }

@@ -3,7 +3,7 @@
 //! inbound ids and wake candidates. The transcript and inbound helpers are shared with the
 //! queue, whose pop appends to a transcript.
 
-use super::{SqliteStore, from_ms, ms};
+use super::{SqliteStore, cached_execute, cached_row, from_ms, ms};
 use crate::core::ids::{SessionId, SessionKey};
 use crate::core::search::SearchTerms;
 use crate::core::session::{Fence, Message, SessionEntry, SessionRecord};
@@ -34,19 +34,19 @@ fn to_record(row: RecordRow) -> Result<SessionRecord, StoreError> {
 
 /// Records an inbound id; `DuplicateInbound` if it was already there.
 pub(super) fn record_inbound(tx: &rusqlite::Transaction<'_>, d: &InboundId, at: i64) -> Result<(), StoreError> {
-    let n = tx
-        .execute(
-            "INSERT OR IGNORE INTO inbound_seen (platform, chat_id, message_id, seen_at) VALUES (?1, ?2, ?3, ?4)",
-            params![d.platform, d.chat_id, d.message_id, at],
-        )
-        .map_err(backend)?;
+    let n = cached_execute(
+        &tx,
+        "INSERT OR IGNORE INTO inbound_seen (platform, chat_id, message_id, seen_at) VALUES (?1, ?2, ?3, ?4)",
+        params![d.platform, d.chat_id, d.message_id, at],
+    )
+    .map_err(backend)?;
     if n == 0 { Err(StoreError::DuplicateInbound) } else { Ok(()) }
 }
 
 /// Appends encoded messages after the transcript's last sequence number.
 pub(super) fn append_docs(tx: &rusqlite::Transaction<'_>, id: &str, docs: &[String]) -> Result<(), StoreError> {
     let mut seq: i64 =
-        tx.query_row("SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?1", [id], |r| r.get(0)).map_err(backend)?;
+        cached_row(&tx, "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?1", [id], |r| r.get(0)).map_err(backend)?;
     let mut st = tx.prepare_cached("INSERT INTO messages (session_id, seq, doc) VALUES (?1, ?2, ?3)").map_err(backend)?;
     for d in docs {
         seq += 1;
@@ -58,12 +58,14 @@ pub(super) fn append_docs(tx: &rusqlite::Transaction<'_>, id: &str, docs: &[Stri
 /// Inside a write: fails with [`StoreError::Fenced`] unless the entry of `fence.key` still
 /// holds a lease of `fence.epoch` (docs/design.md#lease).
 pub(super) fn check_fence(tx: &rusqlite::Transaction<'_>, fence: &Fence) -> Result<(), StoreError> {
-    let epoch: Option<Option<i64>> = tx
-        .query_row("SELECT json_extract(doc, '$.lease.epoch') FROM session_entries WHERE session_key = ?1", [fence.key.as_str()], |r| {
-            r.get(0)
-        })
-        .optional()
-        .map_err(backend)?;
+    let epoch: Option<Option<i64>> = cached_row(
+        &tx,
+        "SELECT json_extract(doc, '$.lease.epoch') FROM session_entries WHERE session_key = ?1",
+        [fence.key.as_str()],
+        |r| r.get(0),
+    )
+    .optional()
+    .map_err(backend)?;
     match epoch.flatten() {
         Some(e) if u64::try_from(e).ok() == Some(fence.epoch) => Ok(()),
         _ => Err(StoreError::Fenced(fence.key.as_str().to_string())),
@@ -73,21 +75,24 @@ pub(super) fn check_fence(tx: &rusqlite::Transaction<'_>, fence: &Fence) -> Resu
 fn apply_change(tx: &rusqlite::Transaction<'_>, ch: &SessionChange) -> Result<(), StoreError> {
     match ch {
         SessionChange::Start(r) => {
-            tx.execute(
+            cached_execute(
+                &tx,
                 "INSERT INTO sessions (session_id, session_key, platform, title, started_at) VALUES (?1, ?2, ?3, ?4, ?5)",
                 params![r.session_id.as_str(), r.session_key.as_str(), r.platform, r.title, ms(r.started_at)],
             )
             .map_err(backend)?;
         }
         SessionChange::End { session_id, reason, at } => {
-            tx.execute(
+            cached_execute(
+                &tx,
                 "UPDATE sessions SET ended_at = ?2, end_reason = ?3 WHERE session_id = ?1 AND ended_at IS NULL",
                 params![session_id.as_str(), ms(*at), reason],
             )
             .map_err(backend)?;
         }
         SessionChange::Reopen(id) => {
-            tx.execute("UPDATE sessions SET ended_at = NULL, end_reason = NULL WHERE session_id = ?1", [id.as_str()]).map_err(backend)?;
+            cached_execute(&tx, "UPDATE sessions SET ended_at = NULL, end_reason = NULL WHERE session_id = ?1", [id.as_str()])
+                .map_err(backend)?;
         }
         SessionChange::Append { session_id, messages } => {
             let docs: Vec<String> = messages.iter().map(|m| encode("message", m)).collect::<Result<_, _>>()?;
@@ -96,18 +101,17 @@ fn apply_change(tx: &rusqlite::Transaction<'_>, ch: &SessionChange) -> Result<()
         SessionChange::Inbound(d) => record_inbound(tx, d, 0)?,
         SessionChange::Once { key, expires_at, now } => {
             // As `use_once`: expired keys are swept first, so an expired key counts as absent.
-            tx.execute("DELETE FROM once_keys WHERE expires_at < ?1", [ms(*now)]).map_err(backend)?;
-            let n = tx
-                .execute("INSERT OR IGNORE INTO once_keys (key, expires_at) VALUES (?1, ?2)", params![key, ms(*expires_at)])
+            cached_execute(&tx, "DELETE FROM once_keys WHERE expires_at < ?1", [ms(*now)]).map_err(backend)?;
+            let n = cached_execute(&tx, "INSERT OR IGNORE INTO once_keys (key, expires_at) VALUES (?1, ?2)", params![key, ms(*expires_at)])
                 .map_err(backend)?;
             if n == 0 {
                 return Err(StoreError::OnceUsed(key.clone()));
             }
         }
         SessionChange::QueueEmpty(k) => {
-            let queued: bool = tx
-                .query_row("SELECT EXISTS (SELECT 1 FROM queue_items WHERE session_key = ?1)", [k.as_str()], |r| r.get(0))
-                .map_err(backend)?;
+            let queued: bool =
+                cached_row(&tx, "SELECT EXISTS (SELECT 1 FROM queue_items WHERE session_key = ?1)", [k.as_str()], |r| r.get(0))
+                    .map_err(backend)?;
             if queued {
                 return Err(StoreError::QueueNotEmpty(k.as_str().to_string()));
             }
@@ -123,8 +127,9 @@ impl SessionStore for SqliteStore {
     async fn get_entry(&self, key: &SessionKey) -> Result<Option<SessionEntry>, StoreError> {
         let key = key.as_str().to_string();
         self.with(move |c| {
-            let doc: Option<String> =
-                c.query_row("SELECT doc FROM session_entries WHERE session_key = ?1", [&key], |r| r.get(0)).optional().map_err(backend)?;
+            let doc: Option<String> = cached_row(c, "SELECT doc FROM session_entries WHERE session_key = ?1", [&key], |r| r.get(0))
+                .optional()
+                .map_err(backend)?;
             doc.map(|d| decode(&key, &d)).transpose()
         })
         .await
@@ -146,8 +151,7 @@ impl SessionStore for SqliteStore {
         self.with(move |c| {
             let key = next.session_key.as_str().to_string();
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
-            let cur: Option<u64> = tx
-                .query_row("SELECT version FROM session_entries WHERE session_key = ?1", [&key], |r| r.get(0))
+            let cur: Option<u64> = cached_row(&tx, "SELECT version FROM session_entries WHERE session_key = ?1", [&key], |r| r.get(0))
                 .optional()
                 .map_err(backend)?;
             if cur.unwrap_or(0) != next.version - 1 {
@@ -155,7 +159,7 @@ impl SessionStore for SqliteStore {
             }
             let doc = encode(&key, &next)?;
             let lease_until = next.lease.as_ref().map(|l| ms(l.expires_at));
-            tx.execute(
+            cached_execute(&tx,
                 "INSERT INTO session_entries (session_key, version, updated_at, lease_until, needs_wake, doc) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
                  ON CONFLICT(session_key) DO UPDATE SET version = ?2, updated_at = ?3, lease_until = ?4, needs_wake = ?5, doc = ?6",
                 params![key, next.version, ms(next.updated_at), lease_until, next.needs_wake(), doc],
@@ -186,14 +190,14 @@ impl SessionStore for SqliteStore {
     async fn get_session(&self, id: &SessionId) -> Result<Option<SessionRecord>, StoreError> {
         let (id, glob) = (id.as_str().to_string(), self.scope.session_glob());
         self.with(move |c| {
-            let row = c
-                .query_row(
-                    &format!("SELECT {RECORD_COLS} FROM sessions WHERE session_id = ?1 AND session_key GLOB ?2"),
-                    [&id, &glob],
-                    row_to_record,
-                )
-                .optional()
-                .map_err(backend)?;
+            let row = cached_row(
+                c,
+                &format!("SELECT {RECORD_COLS} FROM sessions WHERE session_id = ?1 AND session_key GLOB ?2"),
+                [&id, &glob],
+                row_to_record,
+            )
+            .optional()
+            .map_err(backend)?;
             row.map(to_record).transpose()
         })
         .await
@@ -267,7 +271,7 @@ impl SessionStore for SqliteStore {
 
     async fn count_messages(&self, id: &SessionId) -> Result<u64, StoreError> {
         let id = id.as_str().to_string();
-        self.with(move |c| c.query_row("SELECT COUNT(*) FROM messages WHERE session_id = ?1", [&id], |r| r.get(0)).map_err(backend)).await
+        self.with(move |c| cached_row(c, "SELECT COUNT(*) FROM messages WHERE session_id = ?1", [&id], |r| r.get(0)).map_err(backend)).await
     }
 
     async fn search_messages(&self, terms: &SearchTerms, exclude: Option<&SessionId>, limit: usize) -> Result<Vec<SearchHit>, StoreError> {
@@ -278,7 +282,8 @@ impl SessionStore for SqliteStore {
     async fn seen_inbound(&self, d: &InboundId) -> Result<bool, StoreError> {
         let d = self.inbound(d);
         self.with(move |c| {
-            c.query_row(
+            cached_row(
+                c,
                 "SELECT 1 FROM inbound_seen WHERE platform = ?1 AND chat_id = ?2 AND message_id = ?3",
                 params![d.platform, d.chat_id, d.message_id],
                 |_| Ok(()),

@@ -2,7 +2,7 @@
 //! and session notes in one transaction). Notes are `meta` rows keyed `<name>:<session id>`
 //! ([`note_meta_key`]), the keys the memory snapshot and the summary index always had.
 
-use super::SqliteStore;
+use super::{SqliteStore, cached_row};
 use crate::core::ids::SessionId;
 use crate::core::session::Message;
 use crate::ports::{StoreError, TurnRead, TurnStore, note_meta_key};
@@ -21,13 +21,13 @@ impl TurnStore for SqliteStore {
             let mut out = TurnRead::default();
             for (name, key) in &keys {
                 let v: Option<String> =
-                    tx.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0)).optional().map_err(backend)?;
+                    cached_row(&tx, "SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0)).optional().map_err(backend)?;
                 if let Some(v) = v {
                     out.notes.insert(name.clone(), v);
                 }
             }
-            let count: i64 =
-                tx.query_row("SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?1", [&id], |r| r.get(0)).map_err(backend)?;
+            let count: i64 = cached_row(&tx, "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?1", [&id], |r| r.get(0))
+                .map_err(backend)?;
             out.count = u64::try_from(count).unwrap_or(0);
             {
                 let mut st =
