@@ -35,7 +35,7 @@ fn to_record(row: RecordRow) -> Result<SessionRecord, StoreError> {
 /// Records an inbound id; `DuplicateInbound` if it was already there.
 pub(super) fn record_inbound(tx: &rusqlite::Transaction<'_>, d: &InboundId, at: i64) -> Result<(), StoreError> {
     let n = cached_execute(
-        &tx,
+        tx,
         "INSERT OR IGNORE INTO inbound_seen (platform, chat_id, message_id, seen_at) VALUES (?1, ?2, ?3, ?4)",
         params![d.platform, d.chat_id, d.message_id, at],
     )
@@ -46,7 +46,7 @@ pub(super) fn record_inbound(tx: &rusqlite::Transaction<'_>, d: &InboundId, at: 
 /// Appends encoded messages after the transcript's last sequence number.
 pub(super) fn append_docs(tx: &rusqlite::Transaction<'_>, id: &str, docs: &[String]) -> Result<(), StoreError> {
     let mut seq: i64 =
-        cached_row(&tx, "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?1", [id], |r| r.get(0)).map_err(backend)?;
+        cached_row(tx, "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?1", [id], |r| r.get(0)).map_err(backend)?;
     let mut st = tx.prepare_cached("INSERT INTO messages (session_id, seq, doc) VALUES (?1, ?2, ?3)").map_err(backend)?;
     for d in docs {
         seq += 1;
@@ -59,7 +59,7 @@ pub(super) fn append_docs(tx: &rusqlite::Transaction<'_>, id: &str, docs: &[Stri
 /// holds a lease of `fence.epoch` (docs/design.md#lease).
 pub(super) fn check_fence(tx: &rusqlite::Transaction<'_>, fence: &Fence) -> Result<(), StoreError> {
     let epoch: Option<Option<i64>> = cached_row(
-        &tx,
+        tx,
         "SELECT json_extract(doc, '$.lease.epoch') FROM session_entries WHERE session_key = ?1",
         [fence.key.as_str()],
         |r| r.get(0),
@@ -76,7 +76,7 @@ fn apply_change(tx: &rusqlite::Transaction<'_>, ch: &SessionChange) -> Result<()
     match ch {
         SessionChange::Start(r) => {
             cached_execute(
-                &tx,
+                tx,
                 "INSERT INTO sessions (session_id, session_key, platform, title, started_at) VALUES (?1, ?2, ?3, ?4, ?5)",
                 params![r.session_id.as_str(), r.session_key.as_str(), r.platform, r.title, ms(r.started_at)],
             )
@@ -84,14 +84,14 @@ fn apply_change(tx: &rusqlite::Transaction<'_>, ch: &SessionChange) -> Result<()
         }
         SessionChange::End { session_id, reason, at } => {
             cached_execute(
-                &tx,
+                tx,
                 "UPDATE sessions SET ended_at = ?2, end_reason = ?3 WHERE session_id = ?1 AND ended_at IS NULL",
                 params![session_id.as_str(), ms(*at), reason],
             )
             .map_err(backend)?;
         }
         SessionChange::Reopen(id) => {
-            cached_execute(&tx, "UPDATE sessions SET ended_at = NULL, end_reason = NULL WHERE session_id = ?1", [id.as_str()])
+            cached_execute(tx, "UPDATE sessions SET ended_at = NULL, end_reason = NULL WHERE session_id = ?1", [id.as_str()])
                 .map_err(backend)?;
         }
         SessionChange::Append { session_id, messages } => {
@@ -101,8 +101,8 @@ fn apply_change(tx: &rusqlite::Transaction<'_>, ch: &SessionChange) -> Result<()
         SessionChange::Inbound(d) => record_inbound(tx, d, 0)?,
         SessionChange::Once { key, expires_at, now } => {
             // As `use_once`: expired keys are swept first, so an expired key counts as absent.
-            cached_execute(&tx, "DELETE FROM once_keys WHERE expires_at < ?1", [ms(*now)]).map_err(backend)?;
-            let n = cached_execute(&tx, "INSERT OR IGNORE INTO once_keys (key, expires_at) VALUES (?1, ?2)", params![key, ms(*expires_at)])
+            cached_execute(tx, "DELETE FROM once_keys WHERE expires_at < ?1", [ms(*now)]).map_err(backend)?;
+            let n = cached_execute(tx, "INSERT OR IGNORE INTO once_keys (key, expires_at) VALUES (?1, ?2)", params![key, ms(*expires_at)])
                 .map_err(backend)?;
             if n == 0 {
                 return Err(StoreError::OnceUsed(key.clone()));
@@ -110,7 +110,7 @@ fn apply_change(tx: &rusqlite::Transaction<'_>, ch: &SessionChange) -> Result<()
         }
         SessionChange::QueueEmpty(k) => {
             let queued: bool =
-                cached_row(&tx, "SELECT EXISTS (SELECT 1 FROM queue_items WHERE session_key = ?1)", [k.as_str()], |r| r.get(0))
+                cached_row(tx, "SELECT EXISTS (SELECT 1 FROM queue_items WHERE session_key = ?1)", [k.as_str()], |r| r.get(0))
                     .map_err(backend)?;
             if queued {
                 return Err(StoreError::QueueNotEmpty(k.as_str().to_string()));
