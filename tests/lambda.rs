@@ -258,8 +258,8 @@ fn add_job(home: &std::path::Path) -> (String, String) {
     (id, next.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
 }
 
-/// Schedules in a group of the moto Scheduler API: (name, target ARN).
-async fn moto_schedules(endpoint: &str, group: &str) -> Vec<(String, String)> {
+/// A Scheduler client of the moto server at `endpoint`.
+fn moto_scheduler(endpoint: &str) -> aws_sdk_scheduler::Client {
     use aws_sdk_scheduler::config::{BehaviorVersion, Credentials, Region};
     let conf = aws_sdk_scheduler::Config::builder()
         .behavior_version(BehaviorVersion::latest())
@@ -268,7 +268,12 @@ async fn moto_schedules(endpoint: &str, group: &str) -> Vec<(String, String)> {
         .endpoint_url(endpoint)
         .http_client(hermes_zero::clients::aws_sdk_http_client())
         .build();
-    let c = aws_sdk_scheduler::Client::from_conf(conf);
+    aws_sdk_scheduler::Client::from_conf(conf)
+}
+
+/// Schedules in a group of the moto Scheduler API: (name, target ARN).
+async fn moto_schedules(endpoint: &str, group: &str) -> Vec<(String, String)> {
+    let c = moto_scheduler(endpoint);
     let out = c.list_schedules().group_name(group).send().await.unwrap();
     out.schedules()
         .iter()
@@ -754,15 +759,7 @@ async fn lambda_routes_a_profile_by_path() {
 
 /// The input of a schedule in a group of the moto Scheduler API.
 async fn moto_schedule_input(endpoint: &str, group: &str, name: &str) -> Value {
-    use aws_sdk_scheduler::config::{BehaviorVersion, Credentials, Region};
-    let conf = aws_sdk_scheduler::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("testing", "testing", None, None, "tests"))
-        .endpoint_url(endpoint)
-        .http_client(hermes_zero::clients::aws_sdk_http_client())
-        .build();
-    let s = aws_sdk_scheduler::Client::from_conf(conf).get_schedule().name(name).group_name(group).send().await.unwrap();
+    let s = moto_scheduler(endpoint).get_schedule().name(name).group_name(group).send().await.unwrap();
     serde_json::from_str(s.target().and_then(|t| t.input()).unwrap()).unwrap()
 }
 
