@@ -1,7 +1,7 @@
 //! Job delivery (docs/design.md#delivery): resolving `deliver` targets, and sending through the ledger
 //! keyed by `(occurrence, target)` and by each part of a long message, so nothing is sent twice.
 //! A target's row is written before its send (with the run's answer, for the first one); its
-//! final status rides on the run's finishing write (`fire_run`).
+//! final status rides on the run's finishing write (`jobs::run`).
 
 use crate::app::App;
 use crate::app::jobs::types::Tail;
