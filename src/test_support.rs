@@ -13,6 +13,12 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+/// The built-in tools' real upstreams, as `runtime` wires them (for tests inside `app`, which
+/// may not name the adapters).
+pub fn tool_ports() -> crate::app::tools::ToolPorts {
+    crate::runtime::tool_ports()
+}
+
 /// A model that answers `reply` at once and counts its calls.
 pub struct CountingLlm {
     calls: AtomicUsize,
@@ -159,7 +165,7 @@ impl TestApp {
             llm: self.llm,
             clock: self.clock.unwrap_or_else(|| Arc::new(ManualClock::new(self.now))),
             timers: self.timers.unwrap_or_else(|| Arc::new(crate::ports::PollingTimers)),
-            tools: Arc::new(crate::app::tools::builtin()),
+            tools: Arc::new(crate::app::tools::builtin(&tool_ports())),
             owner: self.owner,
             jwks: Arc::new(crate::clients::jwks::HttpJwks::default()),
             stt,

@@ -9,9 +9,11 @@
 //!   `fire_store`: [`FireStore`], the fire path's folded writes, also part of [`Store`];
 //! - `llm`: [`Llm`], the model; `delivery`: [`Delivery`], outbound messages;
 //! - `timers`: [`Timers`], whoever wakes the process for a job's next occurrence;
-//! - `stt`: [`Transcriber`], speech to text for voice notes.
+//! - `stt`: [`Transcriber`], speech to text for voice notes;
+//! - `fetch`: [`Fetcher`] and [`Resolve`], the web tools' pinned GETs and name lookups.
 
 mod delivery;
+mod fetch;
 mod fire_store;
 mod keys;
 mod llm;
@@ -20,6 +22,7 @@ mod stt;
 mod timers;
 
 pub use delivery::{Delivery, DeliveryError, StreamTarget, Target};
+pub use fetch::{FetchBody, FetchError, FetchResponse, Fetcher, Pin, Resolve};
 pub use fire_store::{FireFinish, FireStore, RunAppend};
 pub use keys::JwksSource;
 pub use llm::{ChatRequest, ChatResponse, Llm, LlmError, TextSink, ToolSpec};

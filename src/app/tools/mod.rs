@@ -27,10 +27,11 @@ mod web_fetch;
 
 pub use cronjob::job_view;
 pub use registry::{DuplicateTool, ToolRegistry, ToolResult, Toolset};
-pub use web_fetch::{Limits as WebFetchLimits, Resolve, WebFetch};
+pub use web_fetch::{Limits as WebFetchLimits, WebFetch};
 
 use crate::app::App;
 use crate::core::ids::{Origin, SessionId};
+use crate::ports::{Fetcher, Resolve};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
@@ -39,9 +40,18 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
+/// The upstreams the built-in tools reach, chosen at wiring time (`runtime`) and handed in.
+#[derive(Clone)]
+pub struct ToolPorts {
+    /// Pinned GETs for the web tools.
+    pub fetcher: Arc<dyn Fetcher>,
+    /// Name lookups for the web tools' SSRF checks.
+    pub dns: Arc<dyn Resolve>,
+}
+
 /// The registry of the tools this build ships, in the order they are offered. Adding a
 /// tool is one line here.
-pub fn builtin() -> ToolRegistry {
+pub fn builtin(ports: &ToolPorts) -> ToolRegistry {
     let tools: [Arc<dyn Tool>; 8] = [
         Arc::new(current_time::CurrentTime),
         Arc::new(cronjob::Cronjob),
@@ -49,7 +59,7 @@ pub fn builtin() -> ToolRegistry {
         Arc::new(send_message::SendMessage),
         Arc::new(skills::SkillsList),
         Arc::new(skills::SkillView),
-        Arc::new(web_fetch::WebFetch::default()),
+        Arc::new(web_fetch::WebFetch::new(ports.fetcher.clone(), ports.dns.clone(), WebFetchLimits::default())),
         Arc::new(session_search::SessionSearch),
     ];
     let registry = ToolRegistry::default();

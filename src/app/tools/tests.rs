@@ -71,7 +71,7 @@ impl Tool for Probe {
 #[test]
 fn builtin_names_are_unique_and_in_offer_order() {
     assert_eq!(
-        builtin().names(),
+        builtin(&crate::test_support::tool_ports()).names(),
         ["current_time", "cronjob", "memory", "send_message", "skills_list", "skill_view", "web_fetch", "session_search"]
     );
 }
