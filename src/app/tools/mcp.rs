@@ -31,6 +31,8 @@ pub struct McpHub {
 /// One configured server: its entry, this process's connection and what it last saw.
 pub(in crate::app) struct Server {
     name: String,
+    /// Its tools' Hermes toolset, `mcp-<server>`.
+    toolset: String,
     cfg: McpServer,
     on_lambda: bool,
     cache_secs: u64,
@@ -68,6 +70,7 @@ impl McpHub {
             .map(|(name, cfg)| {
                 Arc::new(Server {
                     name: name.clone(),
+                    toolset: format!("mcp-{name}"),
                     cfg: cfg.clone(),
                     on_lambda,
                     cache_secs: s.mcp_cache_seconds,
@@ -204,6 +207,10 @@ struct McpToolHandle {
 impl Tool for McpToolHandle {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn toolset(&self) -> &str {
+        &self.server.toolset
     }
 
     fn description(&self) -> &str {

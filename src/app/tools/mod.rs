@@ -4,7 +4,8 @@
 //! the clock, the turn's deadline). The [`ToolRegistry`] is built once at wiring time
 //! ([`builtin`]), decides what a turn is offered, and runs calls by name: unknown names,
 //! malformed arguments, tool errors and time-outs go back to the model as the tool result,
-//! never as a failed turn.
+//! never as a failed turn. Every tool names its Hermes toolset, and the registry answers "the
+//! tools of these toolsets".
 //!
 //! Must not know: the turn loop (it only sees the registry), transports or adapters.
 //! How to add one: docs/design.md#add-tool.
@@ -77,6 +78,11 @@ pub trait Tool: Send + Sync {
     /// The name the model calls it by (unique in a registry; may be built at run time, as
     /// MCP tools' `mcp_<server>_<tool>` are).
     fn name(&self) -> &str;
+
+    /// The Hermes toolset it belongs to (`memory`, `web`, `skills`, `cronjob`, …; an MCP
+    /// server's tools are `mcp-<server>`): what `enabled_toolsets` and `platform_toolsets`
+    /// name to switch it on ([`ToolRegistry::of_toolsets`]).
+    fn toolset(&self) -> &str;
 
     /// What it does, for the model.
     fn description(&self) -> &str;

@@ -79,6 +79,10 @@ impl Tool for WebFetch {
         "web_fetch"
     }
 
+    fn toolset(&self) -> &str {
+        "web"
+    }
+
     fn description(&self) -> &str {
         "Fetch one web page (http or https) and return it as readable text: the page title, the final URL after \
 redirects, and the text (HTML converted to text; plain text, markdown and JSON as they are), capped at 100 kB. \
