@@ -19,6 +19,11 @@ pub fn tool_ports() -> crate::app::tools::ToolPorts {
     crate::runtime::tool_ports()
 }
 
+/// The real MCP connector, as `runtime` wires it (for tests inside `app`).
+pub fn mcp_connector() -> Arc<dyn crate::ports::McpConnector> {
+    Arc::new(crate::clients::mcp::RmcpConnector)
+}
+
 /// A model that answers `reply` at once and counts its calls.
 pub struct CountingLlm {
     calls: AtomicUsize,
@@ -169,6 +174,7 @@ impl TestApp {
             owner: self.owner,
             jwks: Arc::new(crate::clients::jwks::HttpJwks::default()),
             stt,
+            mcp: mcp_connector(),
         })
     }
 }

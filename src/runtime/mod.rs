@@ -203,6 +203,7 @@ pub fn wire_on(home: &Path, cfg: Loaded, owner: Option<String>, base: BaseStore,
         owner,
         jwks: Arc::new(crate::clients::jwks::HttpJwks::default()),
         stt,
+        mcp: Arc::new(crate::clients::mcp::RmcpConnector),
     });
     app.count_store_requests(tally);
     Wired { app, channels, shared }
