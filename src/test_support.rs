@@ -24,6 +24,20 @@ pub fn mcp_connector() -> Arc<dyn crate::ports::McpConnector> {
     Arc::new(crate::clients::mcp::RmcpConnector)
 }
 
+/// Chronos timers on the NAS agent-cron API at `nas_url` (token `t`), firing at `fire_url`:
+/// the adapter `runtime` wires for `cron.provider: chronos` (for tests inside `app`).
+pub fn chronos_timers(nas_url: &str, fire_url: &str) -> Arc<dyn crate::ports::Timers> {
+    use crate::clients::nas::{ChronosTimers, NasClient};
+    Arc::new(ChronosTimers::new(NasClient::new(nas_url, "t".to_string().into()), fire_url))
+}
+
+/// The Telegram channel of `loaded` on an HTTP client that gives up on an answer after
+/// `answer_timeout` (for tests inside `app` of a lost answer).
+pub fn telegram_channels(loaded: &Loaded, answer_timeout: std::time::Duration) -> crate::channels::Channels {
+    let http = crate::clients::http_client(answer_timeout);
+    crate::channels::Channels::default().with(crate::channels::telegram::Telegram::from_config(loaded, http))
+}
+
 /// A model that answers `reply` at once and counts its calls.
 pub struct CountingLlm {
     calls: AtomicUsize,
