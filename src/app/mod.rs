@@ -119,6 +119,8 @@ pub struct Parts {
     pub jwks: Arc<dyn crate::ports::JwksSource>,
     /// Speech to text for voice notes.
     pub stt: Arc<dyn crate::ports::Transcriber>,
+    /// Opens sessions to the configured MCP servers.
+    pub mcp: Arc<dyn crate::ports::McpConnector>,
 }
 
 /// Use-case failures; mapped to HTTP in `http/error.rs`.
@@ -144,9 +146,9 @@ pub enum AppError {
 impl App {
     /// Builds the app from its parts (once per process, or per test).
     pub fn new(parts: Parts) -> Self {
-        let Parts { cfg, home, store, llm, delivery, timers, clock, tools, owner, jwks, stt } = parts;
+        let Parts { cfg, home, store, llm, delivery, timers, clock, tools, owner, jwks, stt, mcp } = parts;
         let fire_auth = jobs::fire_token::FireAuth::from_config(&cfg, jwks);
-        let mcp = tools::mcp::McpHub::from_settings(&cfg.settings, std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some());
+        let mcp = tools::mcp::McpHub::from_settings(&cfg.settings, std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some(), mcp);
         let mut live = recovery::Live::default();
         if let Some(owner) = owner {
             live.owner = owner;

@@ -19,6 +19,10 @@ impl Tool for Cronjob {
         "cronjob"
     }
 
+    fn toolset(&self) -> &str {
+        "cronjob"
+    }
+
     fn description(&self) -> &str {
         "Manage scheduled jobs. Schedules: `every 30m`, `in 2h`, cron `0 8 * * *`, `every weekday at 9am`, ISO time. \
 Results are delivered to this chat unless `deliver` says otherwise (local, origin, telegram, telegram:<chat_id>)."

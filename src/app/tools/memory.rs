@@ -29,6 +29,10 @@ impl Tool for MemoryTool {
         "memory"
     }
 
+    fn toolset(&self) -> &str {
+        "memory"
+    }
+
     fn description(&self) -> &str {
         "Save durable facts to persistent memory that survive across sessions. Memory is injected into every future \
 session's system prompt, so keep entries compact and high-signal.\n\n\

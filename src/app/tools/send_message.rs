@@ -44,6 +44,10 @@ impl Tool for SendMessage {
         "send_message"
     }
 
+    fn toolset(&self) -> &str {
+        "messaging"
+    }
+
     fn description(&self) -> &str {
         "Send a message to a connected messaging platform, or list available targets.\n\n\
 IMPORTANT: When the user asks to send to a specific channel or person (not just a bare platform name), call \

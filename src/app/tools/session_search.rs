@@ -44,6 +44,10 @@ impl Tool for SessionSearch {
         "session_search"
     }
 
+    fn toolset(&self) -> &str {
+        "session_search"
+    }
+
     fn description(&self) -> &str {
         "Search your past conversations with the user (other sessions of this agent; the current one is already in \
 your context). Full-text: every word must appear; put a phrase in double quotes to keep it together. Returns the \

@@ -1,5 +1,5 @@
 //! The SSRF rules of `web_fetch` (docs/design.md#web-fetch): which URLs may be fetched, how a
-//! host name is resolved ([`Resolve`], the system resolver outside tests) and which addresses
+//! host name is resolved (the [`Resolve`] port, the system resolver outside tests) and which addresses
 //! may be dialed. A URL is vetted into a [`Target`] whose addresses are the only ones the
 //! request may connect to, so a name that resolves differently a moment later (DNS
 //! rebinding) changes nothing.
@@ -7,10 +7,9 @@
 //! Must not know: HTTP, bodies or HTML.
 
 use super::super::ToolError;
-use async_trait::async_trait;
-use reqwest::Url;
+use crate::ports::Resolve;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use url::Host;
+use url::{Host, Url};
 
 /// Host names of cloud metadata services: refused even with `tools.web.allow_private`.
 const METADATA_HOSTS: [&str; 2] = ["metadata.google.internal", "metadata.goog"];
@@ -128,24 +127,6 @@ set tools.web.allow_private: true to allow it",
                 addr.ip()
             ))),
         }
-    }
-}
-
-/// Resolves host names for `web_fetch`. The system resolver in production; tests map names
-/// to the addresses they choose (and may change them between calls).
-#[async_trait]
-pub trait Resolve: Send + Sync {
-    /// Every address `host` resolves to, with `port` set.
-    async fn lookup(&self, host: &str, port: u16) -> std::io::Result<Vec<SocketAddr>>;
-}
-
-/// The operating system's resolver (`getaddrinfo` through tokio).
-pub struct SystemDns;
-
-#[async_trait]
-impl Resolve for SystemDns {
-    async fn lookup(&self, host: &str, port: u16) -> std::io::Result<Vec<SocketAddr>> {
-        Ok(tokio::net::lookup_host((host, port)).await?.collect())
     }
 }
 
