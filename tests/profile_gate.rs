@@ -11,6 +11,8 @@ mod common;
 
 use common::*;
 
+type Headers = [(&'static str, &'static str)];
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unauthenticated_profile_url_builds_and_spawns_nothing() {
     let llm = FakeLlm::start().await;
@@ -25,7 +27,7 @@ async fn an_unauthenticated_profile_url_builds_and_spawns_nothing() {
     home.write("profiles/a/config.yaml", &config(Some(&llm), None, &format!("{}{mcp}", pinned_key_chronos("inst"))));
     home.write("profiles/a/.env", "API_SERVER_KEY=key-a\nTELEGRAM_WEBHOOK_SECRET=tg-a\nSLACK_SIGNING_SECRET=slack-a\n");
     let gw = Gateway::start(home.path(), &[]);
-    let ask = |method: reqwest::Method, path: String, auth: Option<&'static str>, headers: &'static [(&'static str, &'static str)]| {
+    let ask = |method: reqwest::Method, path: String, auth: Option<&'static str>, headers: &'static Headers| {
         let mut rq = gw.http.request(method, format!("{}{path}", gw.base)).body("{\"update_id\": 1}");
         if let Some(a) = auth {
             rq = rq.header("authorization", a);
@@ -39,7 +41,7 @@ async fn an_unauthenticated_profile_url_builds_and_spawns_nothing() {
         }
     };
     use reqwest::Method as M;
-    let tries: &[(M, &str, Option<&'static str>, &'static [(&'static str, &'static str)])] = &[
+    let tries: &[(M, &str, Option<&'static str>, &'static Headers)] = &[
         (M::GET, "/healthz", None, &[]),
         (M::GET, "/healthz", Some("Bearer wrong"), &[]),
         (M::GET, "/healthz", Some("Bearer test-key-123"), &[]),
