@@ -212,7 +212,6 @@ pub(super) fn describe_days(dow: &str) -> Option<String> {
 }
 
 #[cfg(test)]
-#[expect(clippy::unwrap_used)]
 mod gap_tests {
     use super::*;
 
