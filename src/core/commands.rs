@@ -48,6 +48,21 @@ pub fn parse(text: &str) -> Option<Cmd> {
     })
 }
 
+/// The commands of the chat menus (Telegram's `setMyCommands`), one `(name, description)`
+/// each, in `/help`'s order.
+pub const MENU: [(&str, &str); 10] = [
+    ("new", "Start a fresh conversation"),
+    ("reset", "Same as /new"),
+    ("stop", "Stop the running task"),
+    ("queue", "Run a prompt after the current one"),
+    ("status", "Session, queue and schedule information"),
+    ("resume", "List recent sessions, or switch back to one"),
+    ("sessions", "List this chat's recent sessions"),
+    ("usage", "Token usage of this session"),
+    ("whoami", "Your platform, user id and access tier"),
+    ("help", "The list of commands"),
+];
+
 /// The `/help` text.
 pub const HELP: &str = "Commands:\n\
 /new [title] — start a fresh conversation (clears queued messages)\n\
@@ -77,7 +92,7 @@ mod tests {
         assert_eq!(parse("/whoami"), Some(Cmd::Whoami));
         assert_eq!(parse("/sessions@bot"), Some(Cmd::Sessions));
         assert_eq!(parse("/usage"), Some(Cmd::Usage));
-        for c in ["new", "reset", "stop", "queue", "status", "resume", "sessions", "usage", "whoami", "help"] {
+        for (c, _) in MENU {
             assert!(HELP.lines().any(|l| l.starts_with(&format!("/{c}"))), "/help lists /{c}");
             assert!(parse(&format!("/{c}")).is_some(), "/{c} is a command");
         }
