@@ -95,8 +95,24 @@ fn import(home: &TempHome, src: &std::path::Path) -> std::process::Output {
 /// Imports `hermes_home()` into `home` (whose store `envs` choose) and checks everything the
 /// import must show: counts, files, `sessions list`/`show` (ids, titles, times, order), the
 /// synced jobs, and that a second run adds nothing.
+/// Makes every file of `dir` world-readable (0644) and every directory 0755, as a Hermes
+/// home often is: the import must not carry those modes over.
+#[cfg(unix)]
+fn open_modes(dir: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let open = if e.file_type().unwrap().is_dir() { 0o755 } else { 0o644 };
+        std::fs::set_permissions(e.path(), std::fs::Permissions::from_mode(open)).unwrap();
+        if e.file_type().unwrap().is_dir() {
+            open_modes(&e.path());
+        }
+    }
+}
+
 fn imports_once(home: &std::path::Path, src: &std::path::Path, envs: &[(&str, &str)]) {
     let run = |args: &[&str]| cli(home, args, envs);
+    #[cfg(unix)]
+    open_modes(src);
     let o = run(&["import", src.to_str().unwrap(), "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let counts: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
@@ -111,6 +127,18 @@ fn imports_once(home: &std::path::Path, src: &std::path::Path, envs: &[(&str, &s
     assert!(home.join("skills/news/SKILL.md").is_file() && home.join("skills/news/references/sources.md").is_file());
     assert!(!home.join("skills/.hub").exists());
     assert!(home.join("memories/MEMORY.md").is_file() && home.join("memories/USER.md").is_file());
+    // Imported files are private (0600, their new directories 0700), whatever the source's modes.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &str| std::fs::metadata(home.join(p)).unwrap().permissions().mode() & 0o777;
+        for f in ["SOUL.md", "memories/MEMORY.md", "memories/USER.md", "skills/news/SKILL.md", "skills/news/references/sources.md"] {
+            assert_eq!(mode(f), 0o600, "{f}");
+        }
+        for d in ["memories", "skills/news", "skills/news/references"] {
+            assert_eq!(mode(d), 0o700, "{d}");
+        }
+    }
     // Sessions: listed with their ids and titles.
     let list: Vec<Value> = serde_json::from_str(&stdout(&run(&["sessions", "list", "--json"]))).unwrap();
     let mut ids: Vec<(&str, &Value)> = list.iter().map(|e| (e["session_id"].as_str().unwrap(), &e["title"])).collect();

@@ -46,7 +46,11 @@ impl McpConnection {
             }
             McpEndpoint::Stdio { command, args, env } => {
                 let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args).envs(env).stderr(std::process::Stdio::null());
+                // A minimal environment, never the gateway's secrets (docs/design.md#mcp).
+                let parent: Vec<(String, String)> =
+                    std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect();
+                let env = crate::core::child_env::child_env(parent.iter().map(|(k, v)| (k.as_str(), v.as_str())), env);
+                cmd.args(args).env_clear().envs(env).stderr(std::process::Stdio::null());
                 let transport = TokioChildProcess::new(cmd).map_err(|e| McpError::Connect(format!("cannot start `{command}`: {e}")))?;
                 tokio::time::timeout(connect_timeout, ().serve(transport)).await
             }

@@ -313,6 +313,10 @@ pub struct CronSettings {
     /// Users (platform user ids, or `platform:user_id`) whose `cronjob` tool sees every job,
     /// not only the jobs made from their chat.
     pub admin_users: Vec<String>,
+    /// The shortest time between two runs of a job an admin (`admin_users`) makes with the
+    /// `cronjob` tool, in seconds (default 60; other chat users are held to 60 whatever
+    /// this says). The CLI, REST API and jobs.json are not limited by it.
+    pub min_interval_seconds: u64,
     /// Chronos (NAS) settings.
     pub chronos: ChronosSettings,
     /// EventBridge Scheduler settings.
@@ -328,6 +332,7 @@ impl Default for CronSettings {
             wrap_response: true,
             output_retention: 50,
             admin_users: Vec::new(),
+            min_interval_seconds: 60,
             chronos: ChronosSettings::default(),
             eventbridge: EventBridgeSettings::default(),
         }

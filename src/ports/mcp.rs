@@ -29,7 +29,7 @@ pub enum McpEndpoint {
         command: String,
         /// Its arguments.
         args: Vec<String>,
-        /// Its environment, added to the gateway's.
+        /// Its own environment entries, added to the minimal one (`core::child_env`).
         env: BTreeMap<String, String>,
     },
 }

@@ -4,6 +4,7 @@ pub mod idle;
 #[cfg(feature = "aws")]
 pub mod lambda;
 pub mod private;
+pub mod profile_gate;
 pub mod profiles;
 pub mod ready;
 pub mod serve;

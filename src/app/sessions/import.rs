@@ -122,7 +122,9 @@ pub enum Copied {
     Kept,
 }
 
-/// Copies one file unless the destination exists (idempotent; never overwrites).
+/// Copies one file unless the destination exists (idempotent; never overwrites). What is
+/// imported (SOUL.md, memory files, skills, jobs) is private: files 0600, the directories
+/// made for them 0700, whatever the source's modes.
 pub fn copy_file(from: &Path, to: &Path) -> std::io::Result<Copied> {
     if !from.is_file() {
         return Ok(Copied::NoSource);
@@ -131,22 +133,43 @@ pub fn copy_file(from: &Path, to: &Path) -> std::io::Result<Copied> {
         return Ok(if std::fs::read(from)? == std::fs::read(to)? { Copied::Same } else { Copied::Kept });
     }
     if let Some(dir) = to.parent() {
-        std::fs::create_dir_all(dir)?;
+        private_dir(dir)?;
     }
-    std::fs::copy(from, to)?;
+    copy_private(from, to)?;
     Ok(Copied::Yes)
+}
+
+/// Creates `dir` and its missing parents with mode 0700.
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut b = std::fs::DirBuilder::new();
+    b.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+    b.create(dir)
+}
+
+/// Copies the bytes of `from` to a new file `to` created with mode 0600 (not the source's
+/// mode, which `std::fs::copy` would keep).
+fn copy_private(from: &Path, to: &Path) -> std::io::Result<()> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+    let mut out = opts.open(to)?;
+    std::io::copy(&mut std::fs::File::open(from)?, &mut out)?;
+    Ok(())
 }
 
 /// Copies a directory tree (regular files and directories; symlinks are not followed).
 fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
+    private_dir(to)?;
     for e in std::fs::read_dir(from)? {
         let e = e?;
         let t = e.file_type()?;
         if t.is_dir() {
             copy_tree(&e.path(), &to.join(e.file_name()))?;
         } else if t.is_file() {
-            std::fs::copy(e.path(), to.join(e.file_name()))?;
+            copy_private(&e.path(), &to.join(e.file_name()))?;
         }
     }
     Ok(())

@@ -90,13 +90,45 @@ fn is_admin(app: &App, origin: Option<&Origin>) -> bool {
     app.inner.cfg.settings.cron.admin_users.iter().any(|a| a.trim() == user || a.trim() == qualified)
 }
 
-/// Resolves `id` to a job the scope covers; one outside it is reported as not found, so
-/// another chat's jobs are not even confirmed to exist.
+/// The one answer for a job the caller cannot reach, whether it exists elsewhere or not.
+fn no_job(id: &str) -> String {
+    format!("no job `{id}`")
+}
+
+/// Resolves `id` (an id, else an exact name) among the jobs the scope covers; anything outside
+/// it is not looked at, so the answer for another chat's job is the answer for no job.
 async fn scoped_job(app: &App, scope: &Scope<'_>, id: &str) -> Result<Job, String> {
-    match app.find_job(id).await {
-        Ok(j) if scope.covers(&j) => Ok(j),
-        Ok(_) => Err(format!("no job `{id}` in this chat")),
-        Err(e) => Err(e.to_string()),
+    let store = &app.inner.store;
+    if let Some(j) = store.get_job(id).await.map_err(|e| e.to_string())?.filter(|j| scope.covers(j)) {
+        return Ok(j);
+    }
+    let all = store.list_jobs().await.map_err(|e| e.to_string())?;
+    let mut hits = all.into_iter().filter(|j| j.name == id && scope.covers(j));
+    match (hits.next(), hits.next()) {
+        (Some(j), None) => Ok(j),
+        (Some(_), Some(_)) => Err(format!("several jobs are named `{id}`; use the id")),
+        _ => Err(no_job(id)),
+    }
+}
+
+/// The shortest gap between runs this caller may schedule: 60 s in a chat, the configured
+/// `cron.min_interval_seconds` for an admin.
+fn min_gap(app: &App, scope: &Scope<'_>) -> i64 {
+    let admin = i64::try_from(app.inner.cfg.settings.cron.min_interval_seconds).unwrap_or(i64::MAX);
+    if scope.admin { admin.max(1) } else { CHAT_MIN_GAP_SECS }
+}
+
+/// A chat user's jobs run at most once a minute, in every schedule form.
+const CHAT_MIN_GAP_SECS: i64 = 60;
+
+/// Refuses a schedule whose runs would come closer than `min` seconds (any form: an
+/// interval, a 5- or 6-field cron).
+fn hold_to(schedule: &crate::core::schedule::Schedule, min: i64) -> Result<(), String> {
+    match schedule.shortest_gap_secs() {
+        Some(gap) if gap < min => {
+            Err(format!("`{}` would run every {gap} s; jobs made in a chat run at most once every {min} s", schedule.to_text()))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -111,7 +143,16 @@ async fn cronjob(app: &App, mut args: Value, origin: Option<&Origin>) -> Result<
     let e = |e: crate::app::AppError| e.to_string();
     match action.as_str() {
         "create" => {
-            if args.get("id").is_none() && args.get("name").is_none() {
+            if scope.origin.is_some() && !scope.admin {
+                // A fresh id, never one derived from the name: an id taken in another chat
+                // would otherwise be refused, which tells that the job exists.
+                args["id"] = json!(crate::core::job::new_id());
+                if let Some(name) = args["name"].as_str()
+                    && scoped_job(app, &scope, name).await.is_ok()
+                {
+                    return Err(format!("a job named `{name}` already exists in this chat"));
+                }
+            } else if args.get("id").is_none() && args.get("name").is_none() {
                 args["id"] = json!(crate::core::job::new_id());
             }
             if let Some(o) = origin {
@@ -119,6 +160,7 @@ async fn cronjob(app: &App, mut args: Value, origin: Option<&Origin>) -> Result<
                     json!(JobOrigin { platform: o.platform.clone(), chat_id: o.chat_id.clone(), thread_id: o.thread_id.clone() });
             }
             let spec = jobfile::parse_job(&args, app.inner.clock.now(), app.inner.cfg.tz)?;
+            hold_to(&spec.schedule, min_gap(app, &scope))?;
             let job = app.create_job(spec, false).await.map_err(e)?;
             Ok(json!({"created": job_view(&job)}))
         }
@@ -131,6 +173,10 @@ async fn cronjob(app: &App, mut args: Value, origin: Option<&Origin>) -> Result<
             if let Some(o) = patch.as_object_mut() {
                 // A job's chat is where it was made: a chat cannot move one in or out.
                 o.retain(|k, _| !matches!(k.as_str(), "action" | "job_id" | "origin"));
+            }
+            if let Some(s) = patch.get("schedule") {
+                let parsed = crate::core::schedule::parse_value(s, app.inner.clock.now(), app.inner.cfg.tz).map_err(|e| e.to_string())?;
+                hold_to(&parsed, min_gap(app, &scope))?;
             }
             Ok(json!({"updated": job_view(&app.update_job(&need_id().await?, &patch).await.map_err(e)?)}))
         }

@@ -14,17 +14,21 @@ use url::{Host, Url};
 /// Host names of cloud metadata services: refused even with `tools.web.allow_private`.
 const METADATA_HOSTS: [&str; 2] = ["metadata.google.internal", "metadata.goog"];
 
-/// Cloud metadata / credential endpoints (AWS, GCP, Azure, ECS task credentials, Alibaba):
-/// refused even with `tools.web.allow_private`, as in Hermes.
-const METADATA_V4: [Ipv4Addr; 4] = [
+/// Cloud metadata / credential endpoints (AWS, GCP, Azure, ECS task credentials, Alibaba,
+/// Azure's WireServer `168.63.129.16` — a public-range address — and EKS Pod Identity's
+/// agent `169.254.170.23`): refused even with `tools.web.allow_private`, as in Hermes.
+const METADATA_V4: [Ipv4Addr; 6] = [
     Ipv4Addr::new(169, 254, 169, 254),
     Ipv4Addr::new(169, 254, 170, 2),
     Ipv4Addr::new(169, 254, 169, 253),
     Ipv4Addr::new(100, 100, 100, 200),
+    Ipv4Addr::new(168, 63, 129, 16),
+    Ipv4Addr::new(169, 254, 170, 23),
 ];
 
-/// AWS' IPv6 metadata endpoint `fd00:ec2::254`.
-const METADATA_V6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x254);
+/// AWS' IPv6 metadata endpoint `fd00:ec2::254` and EKS Pod Identity's `fd00:ec2::23`.
+const METADATA_V6: [Ipv6Addr; 2] =
+    [Ipv6Addr::new(0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x254), Ipv6Addr::new(0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x23)];
 
 /// Why an address may not be dialed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +73,7 @@ fn classify_v4(ip: Ipv4Addr) -> Option<Blocked> {
 }
 
 fn classify_v6(ip: Ipv6Addr) -> Option<Blocked> {
-    if ip == METADATA_V6 {
+    if METADATA_V6.contains(&ip) {
         return Some(Blocked::Metadata);
     }
     if let Some(v4) = ip.to_ipv4_mapped() {
@@ -243,6 +247,11 @@ mod tests {
         }
         let open = Policy { allow_private: true, ..Policy::default() };
         assert!(open.check("x", "169.254.169.254:80".parse().unwrap()).is_err());
+        // Azure WireServer (in a public range) and EKS Pod Identity, in every form.
+        for addr in ["168.63.129.16:80", "169.254.170.23:80", "[fd00:ec2::23]:80", "[::ffff:168.63.129.16]:80", "[64:ff9b::a83f:8110]:80"] {
+            assert!(open.check("x", addr.parse().unwrap()).is_err(), "{addr} with allow_private");
+            assert!(Policy::default().check("x", addr.parse().unwrap()).unwrap_err().to_string().contains("metadata"), "{addr}");
+        }
         assert!(open.check("x", "127.0.0.1:80".parse().unwrap()).is_ok());
         assert!(open.check("x", "[fe80::1]:80".parse().unwrap()).is_ok());
         let closed = Policy::default();
