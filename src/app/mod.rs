@@ -41,7 +41,7 @@ pub use jobs::manage::{SKIPPED_JOBS_KEY, SyncReport};
 pub use jobs::status::LAST_TICK_KEY;
 pub use memory::Memory;
 pub use recovery::wake::Wake;
-pub use services::{Jobs, Recovery, Reset, Sessions};
+pub use services::{ApprovedView, Jobs, Paired, Pairing, PairingList, PendingView, Recovery, Reset, Sessions, is_platform_name};
 pub use sessions::inbound::{Inbound, Outcome, REFUSAL, ReplyPath};
 pub use tools::job_view;
 pub use types::{FireStatus, TurnKind};
