@@ -71,8 +71,11 @@ fn five_failures_lock_the_platform_even_for_a_valid_code() {
     }
     assert_eq!(p.approve(&c, 10.0), Approval::LockedOut);
     assert_eq!(ask(&mut p, "2", 10.0, 2), Request::TooMany);
-    // After the lockout the code (still inside its TTL) works.
-    assert!(matches!(p.approve(&c, 4.0 + LOCKOUT_SECONDS), Approval::Approved { .. }));
+    // The lockout outlives the old code (TTL = lockout); afterwards a new code works.
+    let later = 4.0 + LOCKOUT_SECONDS;
+    assert_eq!(p.approve(&c, later), Approval::Invalid, "expired meanwhile");
+    let c2 = code(ask(&mut p, "3", later, 3));
+    assert!(matches!(p.approve(&c2, later + 1.0), Approval::Approved { .. }));
 }
 
 #[test]
