@@ -2,7 +2,8 @@
 //! Pairing tab, `/api/pairing…`; docs/pairing.md).
 
 use crate::app::{App, AppError};
-use crate::core::pairing::{Approval, CODE_TTL_SECONDS, MAX_FAILED_ATTEMPTS};
+use crate::core::pairing::{Approval, Approved, CODE_TTL_SECONDS, MAX_FAILED_ATTEMPTS};
+use std::collections::BTreeMap;
 use serde::Serialize;
 
 /// Pending codes and approved users of every platform. Cheap to clone.
@@ -122,6 +123,14 @@ impl Pairing {
             return Err(AppError::BadRequest("the user id must not be empty".into()));
         }
         self.app.revoke_user(platform, user).await
+    }
+}
+
+impl Pairing {
+    /// Adds Hermes' approved users of `platform` (`import`); returns how many were new.
+    pub async fn import_approved(&self, platform: &str, users: &BTreeMap<String, Approved>) -> Result<usize, AppError> {
+        let platform = check_platform(platform)?;
+        self.app.import_approved(platform, users).await
     }
 }
 
