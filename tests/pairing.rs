@@ -151,3 +151,44 @@ async fn a_group_is_never_paired() {
     assert!(!sent[0]["text"].as_str().unwrap().contains("pairing code"), "{sent:?}");
     assert_eq!(llm.calls(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_api_lists_and_approves_with_the_api_key() {
+    let llm = FakeLlm::start().await;
+    let tg = FakeTelegram::start().await;
+    let home = TempHome::new("pair-rest");
+    home.write("config.yaml", &config(Some(&llm), Some(&tg), "unauthorized_dm_behavior: pair\n"));
+    let gw = Gateway::start(home.path(), &[]);
+    assert_eq!(gw.telegram("tg-secret", tg_update(1, 10, 77, 77, "hello?")).await, 200);
+    let sent = tg.wait_for(1, 15).await;
+    let code = code_of(sent[0]["text"].as_str().unwrap());
+    // Without the key: 401, before anything is read.
+    let anon = gw.http.get(format!("{}/api/pairing", gw.base)).send().await.unwrap();
+    assert_eq!(anon.status().as_u16(), 401);
+    let anon = gw.http.post(format!("{}/api/pairing/approve", gw.base)).json(&serde_json::json!({"platform": "telegram", "code": code})).send().await.unwrap();
+    assert_eq!(anon.status().as_u16(), 401);
+    let (s, v) = gw.get("/api/pairing").await;
+    assert_eq!(s, 200);
+    assert_eq!(v["pending"][0]["platform"], "telegram", "{v}");
+    assert!(!v.to_string().contains(&code));
+    let post = |body: Value| {
+        let req = gw.http.post(format!("{}/api/pairing/approve", gw.base)).bearer_auth(&gw.key).json(&body);
+        async move {
+            let r = req.send().await.unwrap();
+            (r.status().as_u16(), r.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    assert_eq!(post(serde_json::json!({"platform": "telegram", "code": "ZZZZZZZZ"})).await.0, 404);
+    assert_eq!(post(serde_json::json!({"platform": "Bad Name", "code": code})).await.0, 400);
+    assert_eq!(post(serde_json::json!({"platform": "telegram"})).await.0, 400, "a missing field is a 400");
+    let (s, v) = post(serde_json::json!({"platform": "telegram", "code": code})).await;
+    assert_eq!((s, &v["user_id"]), (200, &serde_json::json!("77")), "{v}");
+    let (_, v) = gw.get("/api/pairing").await;
+    assert!(v["pending"].as_array().unwrap().is_empty());
+    assert_eq!(v["approved"][0]["user_id"], "77");
+    // The dashboard page has the tab.
+    let page = gw.http.get(format!("{}/ui", gw.base)).send().await.unwrap().text().await.unwrap();
+    assert!(page.contains("data-testid=\"tab-pairing\""));
+    let r = gw.http.post(format!("{}/api/pairing/revoke", gw.base)).bearer_auth(&gw.key).json(&serde_json::json!({"platform": "telegram", "user_id": "77"})).send().await.unwrap();
+    assert_eq!(r.json::<Value>().await.unwrap()["revoked"], true);
+}
