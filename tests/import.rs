@@ -85,7 +85,10 @@ fn hermes_home() -> TempHome {
     h.write("memories/USER.md", "Prefers short answers\n");
     h.write("SOUL.md", "You are Hermes.\n");
     // Hermes' approved DM pairing lists, in the legacy and the new place (gateway/pairing.py).
-    h.write("pairing/telegram-approved.json", r#"{"111": {"user_name": "Ann", "approved_at": 1767261600.5}, "222": {"user_name": "Bob", "approved_at": 1767261700}}"#);
+    h.write(
+        "pairing/telegram-approved.json",
+        r#"{"111": {"user_name": "Ann", "approved_at": 1767261600.5}, "222": {"user_name": "Bob", "approved_at": 1767261700}}"#,
+    );
     h.write("pairing/telegram-pending.json", r#"{"ab12": {"hash": "x", "salt": "00", "user_id": "333", "created_at": 1}}"#);
     h.write("platforms/pairing/discord-approved.json", r#"{"9001": {"user_name": "Cy", "approved_at": 1767261800}}"#);
     h.write(".env", "# keys\nOPENROUTER_API_KEY=sk-or-very-secret\nTELEGRAM_BOT_TOKEN=1:abc\n");

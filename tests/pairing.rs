@@ -165,7 +165,13 @@ async fn the_dashboard_api_lists_and_approves_with_the_api_key() {
     // Without the key: 401, before anything is read.
     let anon = gw.http.get(format!("{}/api/pairing", gw.base)).send().await.unwrap();
     assert_eq!(anon.status().as_u16(), 401);
-    let anon = gw.http.post(format!("{}/api/pairing/approve", gw.base)).json(&serde_json::json!({"platform": "telegram", "code": code})).send().await.unwrap();
+    let anon = gw
+        .http
+        .post(format!("{}/api/pairing/approve", gw.base))
+        .json(&serde_json::json!({"platform": "telegram", "code": code}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(anon.status().as_u16(), 401);
     let (s, v) = gw.get("/api/pairing").await;
     assert_eq!(s, 200);
@@ -189,6 +195,13 @@ async fn the_dashboard_api_lists_and_approves_with_the_api_key() {
     // The dashboard page has the tab.
     let page = gw.http.get(format!("{}/ui", gw.base)).send().await.unwrap().text().await.unwrap();
     assert!(page.contains("data-testid=\"tab-pairing\""));
-    let r = gw.http.post(format!("{}/api/pairing/revoke", gw.base)).bearer_auth(&gw.key).json(&serde_json::json!({"platform": "telegram", "user_id": "77"})).send().await.unwrap();
+    let r = gw
+        .http
+        .post(format!("{}/api/pairing/revoke", gw.base))
+        .bearer_auth(&gw.key)
+        .json(&serde_json::json!({"platform": "telegram", "user_id": "77"}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.json::<Value>().await.unwrap()["revoked"], true);
 }

@@ -3,8 +3,8 @@
 
 use crate::app::{App, AppError};
 use crate::core::pairing::{Approval, Approved, CODE_TTL_SECONDS, MAX_FAILED_ATTEMPTS};
-use std::collections::BTreeMap;
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// Pending codes and approved users of every platform. Cheap to clone.
 #[derive(Clone)]

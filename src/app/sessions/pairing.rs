@@ -47,7 +47,11 @@ impl App {
 
     /// Applies `f` to one platform's state, compare-and-set, retried on a lost race (with a
     /// fresh read, so `f` sees the winner's write). Nothing is written when `f` changes nothing.
-    pub(in crate::app) async fn update_pairing<T>(&self, platform: &str, mut f: impl FnMut(&mut PlatformPairing) -> T) -> Result<T, AppError> {
+    pub(in crate::app) async fn update_pairing<T>(
+        &self,
+        platform: &str,
+        mut f: impl FnMut(&mut PlatformPairing) -> T,
+    ) -> Result<T, AppError> {
         for _ in 0..ATTEMPTS {
             let (raw, before) = self.pairing_state(platform).await?;
             let mut after = before.clone();

@@ -21,8 +21,8 @@ mod turn;
 
 pub(crate) use fence::fenced_writes;
 pub(crate) use fire::{fire_finish_retention, fire_writes};
-pub(crate) use pairing::{meta_swap, pairing_approve_race};
 pub(crate) use jobs::{claim_race, claims_are_never_readmitted, jobs_cas_and_due_index, runs_ledger_and_once};
+pub(crate) use pairing::{meta_swap, pairing_approve_race};
 pub(crate) use queue::{queue_empty_condition, queue_fifo_cap_and_dedupe};
 pub(crate) use search::search_messages;
 pub(crate) use sessions::{atomic_entry_changes, cas_race, entry_cas, session_records, transcript_order_and_dedupe, wake_candidates};
