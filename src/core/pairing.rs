@@ -217,6 +217,11 @@ impl PlatformPairing {
     }
 }
 
+/// Whether `p` is a platform name as origins carry it: lowercase letters, digits, `_`, `-`.
+pub fn is_platform_name(p: &str) -> bool {
+    !p.is_empty() && p.len() <= 64 && p.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+}
+
 /// What an unknown sender in a DM gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DmBehavior {

@@ -16,7 +16,7 @@ mod recovery;
 mod sessions;
 
 pub use jobs::Jobs;
-pub use pairing::{ApprovedView, Paired, Pairing, PairingList, PendingView, is_platform_name};
+pub use pairing::{ApprovedView, Paired, Pairing, PairingList, PendingView};
 pub use recovery::Recovery;
 pub use sessions::{Reset, Sessions};
 

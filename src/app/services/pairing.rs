@@ -2,7 +2,7 @@
 //! Pairing tab, `/api/pairing…`; docs/pairing.md).
 
 use crate::app::{App, AppError};
-use crate::core::pairing::{Approval, Approved, CODE_TTL_SECONDS, MAX_FAILED_ATTEMPTS};
+use crate::core::pairing::{Approval, Approved, CODE_TTL_SECONDS, MAX_FAILED_ATTEMPTS, is_platform_name};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -59,11 +59,6 @@ pub struct Paired {
     pub user_id: String,
     /// Their name.
     pub user_name: String,
-}
-
-/// Whether `p` is a platform name as origins carry it: lowercase letters, digits, `_`, `-`.
-pub fn is_platform_name(p: &str) -> bool {
-    !p.is_empty() && p.len() <= 64 && p.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
 }
 
 fn check_platform(p: &str) -> Result<&str, AppError> {

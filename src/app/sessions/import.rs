@@ -247,7 +247,7 @@ pub fn approved_lists(src: &Path) -> (Vec<(String, ApprovedList)>, Vec<String>) 
         files.sort();
         for f in files {
             let Some(platform) = f.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix("-approved.json")) else { continue };
-            if platform.starts_with('_') || !crate::app::is_platform_name(platform) {
+            if platform.starts_with('_') || !crate::core::pairing::is_platform_name(platform) {
                 notes.push(format!("{} skipped: `{platform}` is not a platform name", f.display()));
                 continue;
             }

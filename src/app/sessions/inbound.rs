@@ -48,8 +48,6 @@ pub struct Outcome {
     pub streamed: bool,
 }
 
-/// The refusal sent to users who are not on the allow list.
-pub const REFUSAL: &str = "⛔ Sorry, this agent is private and you are not on its allow list. Ask its owner to add your user id.";
 /// Told to senders while `serve` is shutting down (their message is stored).
 pub const RESTARTING: &str = "⚠️ Gateway restarting — your message is saved and will be answered after the restart.";
 

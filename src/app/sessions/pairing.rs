@@ -4,13 +4,16 @@
 //! written compare-and-set ([`crate::ports::MetaStore::swap_meta`]), so processes sharing a
 //! store (SQLite file or DynamoDB table) never lose an update and a code is approved once.
 
-use crate::app::sessions::inbound::REFUSAL;
-use crate::app::{App, AppError, Inbound};
+use crate::app::{App, AppError};
 use crate::core::ids::ChatType;
+use crate::core::inbound::Inbound;
 use crate::core::pairing::{self, Approval, Approved, DmBehavior, Fresh, PlatformPairing, Request};
 use crate::ports::StoreError;
 use rand::Rng;
 use std::collections::BTreeMap;
+
+/// The refusal sent to users who are not on the allow list.
+pub const REFUSAL: &str = "⛔ Sorry, this agent is private and you are not on its allow list. Ask its owner to add your user id.";
 
 /// The record listing every platform that has pairing state.
 const INDEX: &str = "pairing:platforms";
