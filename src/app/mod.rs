@@ -37,12 +37,14 @@ pub mod turn;
 mod types;
 pub mod usage;
 
+pub use crate::core::pairing::is_platform_name;
 pub use jobs::manage::{SKIPPED_JOBS_KEY, SyncReport};
 pub use jobs::status::LAST_TICK_KEY;
 pub use memory::Memory;
 pub use recovery::wake::Wake;
-pub use services::{Jobs, Recovery, Reset, Sessions};
-pub use sessions::inbound::{Inbound, Outcome, REFUSAL, ReplyPath};
+pub use services::{ApprovedView, Jobs, Paired, Pairing, PairingList, PendingView, Recovery, Reset, Sessions};
+pub use sessions::inbound::{Inbound, Outcome, ReplyPath};
+pub use sessions::pairing::REFUSAL;
 pub use tools::job_view;
 pub use types::{FireStatus, TurnKind};
 

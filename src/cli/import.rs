@@ -1,7 +1,7 @@
 //! `hermes-zero import [HERMES_HOME]` (docs/design.md#hermes): checks Hermes' `state.db` first (so a
 //! file of another schema version, or a locked or corrupt one, imports nothing), then copies
 //! SOUL.md, skills, jobs.json (and syncs it) and the memory files, then imports every session
-//! with its messages. Prints counts; a second run adds nothing.
+//! with its messages and the approved DM pairing lists (docs/pairing.md). Prints counts; a second run adds nothing.
 
 use crate::app::App;
 use crate::app::sessions::import::{Copied, SessionImport, copy_file, copy_skills, env_names, memory_entries};
@@ -18,6 +18,7 @@ struct Counts {
     jobs: usize,
     skills: usize,
     memory_entries: usize,
+    paired_users: usize,
 }
 
 /// The default Hermes home: `~/.hermes`.
@@ -69,6 +70,11 @@ pub async fn run(app: App, src: &Path, json: bool) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    let (lists, pairing_notes) = crate::app::sessions::import::approved_lists(src);
+    notes.extend(pairing_notes);
+    for (platform, users) in &lists {
+        counts.paired_users += app.pairing().import_approved(platform, users).await?;
+    }
     notes.extend(env_note(src));
     for n in &notes {
         eprintln!("note: {n}");
@@ -90,7 +96,7 @@ fn env_note(src: &Path) -> Option<String> {
     })
 }
 
-/// The counts: `--json` prints exactly the five keys, else one line each.
+/// The counts: `--json` prints exactly the six keys, else one line each.
 fn print_counts(src: &Path, counts: &Counts, json: bool) -> anyhow::Result<()> {
     if json {
         println!("{}", serde_json::to_string(counts)?);
@@ -100,6 +106,7 @@ fn print_counts(src: &Path, counts: &Counts, json: bool) -> anyhow::Result<()> {
         println!("  jobs:           {}", counts.jobs);
         println!("  skills:         {}", counts.skills);
         println!("  memory entries: {}", counts.memory_entries);
+        println!("  paired users:   {}", counts.paired_users);
     }
     Ok(())
 }

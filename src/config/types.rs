@@ -36,6 +36,9 @@ pub struct Settings {
     pub restart_loop_threshold: u32,
     /// Let every platform user talk to the agent (off: allow lists apply).
     pub allow_all_users: bool,
+    /// Hermes' `unauthorized_dm_behavior` (`pair` or `ignore`) for every platform; a
+    /// platform's own key wins (docs/pairing.md).
+    pub unauthorized_dm_behavior: Option<String>,
     /// Platform adapters.
     pub platforms: Platforms,
     /// Scheduled jobs and timers.
@@ -82,6 +85,7 @@ impl Default for Settings {
             restart_drain_timeout: 30,
             restart_loop_threshold: 3,
             allow_all_users: false,
+            unauthorized_dm_behavior: None,
             platforms: Platforms::default(),
             cron: CronSettings::default(),
             agent: AgentSettings::default(),
@@ -245,6 +249,8 @@ pub struct PlatformSettings {
     pub allowed_users: Vec<String>,
     /// Where `deliver: <platform>` goes.
     pub home_channel: String,
+    /// What an unknown DM sender gets here: `pair` or `ignore` (docs/pairing.md).
+    pub unauthorized_dm_behavior: Option<String>,
     /// API base URL (tests point it at a local fake).
     pub api_base: String,
     /// API version, for platforms whose URLs carry one (WhatsApp's Graph API: empty means

@@ -13,6 +13,7 @@ pub mod job;
 pub mod jobfile;
 pub mod media;
 pub mod memory;
+pub mod pairing;
 pub mod profile;
 pub mod prompt;
 pub mod queue;

@@ -308,6 +308,11 @@ pub trait MetaStore: Send + Sync {
     /// Deletes a small named record.
     async fn delete_meta(&self, key: &str) -> Result<(), StoreError>;
 
+    /// Compare-and-set of a small named record, atomic across processes: writes `new` only
+    /// if the stored value is `expected` (`None` = the record must not exist). False when
+    /// another writer got there first; nothing was written (the pairing records, CONTRACT §17).
+    async fn swap_meta(&self, key: &str, expected: Option<&str>, new: &str) -> Result<bool, StoreError>;
+
     /// Adds each `(name, delta)` to the named counters of the record `key` (absent counters
     /// start at zero), atomically across processes: the usage counters of the dashboard
     /// (docs/design.md#usage). Names are `[a-z_]+`. Default: counters are not kept.

@@ -205,6 +205,9 @@ impl MetaStore for CountingStore {
     async fn delete_meta(&self, k: &str) -> Result<(), StoreError> {
         fwd!(self, delete_meta(k))
     }
+    async fn swap_meta(&self, k: &str, old: Option<&str>, new: &str) -> Result<bool, StoreError> {
+        fwd!(self, swap_meta(k, old, new))
+    }
     async fn add_counts(&self, k: &str, deltas: &[(&str, i64)]) -> Result<(), StoreError> {
         fwd!(self, add_counts(k, deltas))
     }

@@ -254,6 +254,42 @@ pub fn env_names(text: &str) -> Vec<String> {
     out
 }
 
+/// One platform's approved users by id, as in Hermes' `<platform>-approved.json`.
+pub type ApprovedList = std::collections::BTreeMap<String, crate::core::pairing::Approved>;
+
+/// Hermes' approved pairing lists (`gateway/pairing.py`): `<platform>-approved.json` under
+/// `platforms/pairing/` and the legacy `pairing/` (which Hermes prefers when it has content,
+/// so its entries win), by platform. Unreadable files and bad platform names become notes.
+pub fn approved_lists(src: &Path) -> (Vec<(String, ApprovedList)>, Vec<String>) {
+    use crate::core::pairing::Approved;
+    let mut by: std::collections::BTreeMap<String, ApprovedList> = Default::default();
+    let mut notes = Vec::new();
+    for dir in [src.join("platforms").join("pairing"), src.join("pairing")] {
+        let Ok(rd) = std::fs::read_dir(&dir) else { continue };
+        let mut files: Vec<_> = rd.flatten().map(|e| e.path()).collect();
+        files.sort();
+        for f in files {
+            let Some(platform) = f.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix("-approved.json")) else { continue };
+            if platform.starts_with('_') || !crate::core::pairing::is_platform_name(platform) {
+                notes.push(format!("{} skipped: `{platform}` is not a platform name", f.display()));
+                continue;
+            }
+            let parsed =
+                std::fs::read_to_string(&f).ok().and_then(|t| serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&t).ok());
+            let Some(map) = parsed else {
+                notes.push(format!("{} skipped: not a JSON object", f.display()));
+                continue;
+            };
+            let slot = by.entry(platform.to_string()).or_default();
+            for (id, v) in map {
+                let a = serde_json::from_value::<Approved>(v).unwrap_or(Approved { user_name: String::new(), approved_at: 0.0 });
+                slot.insert(id, a);
+            }
+        }
+    }
+    (by.into_iter().collect(), notes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

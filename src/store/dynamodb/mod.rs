@@ -414,6 +414,10 @@ impl MetaStore for DynamoStore {
         ledger::delete_meta(self, key).await
     }
 
+    async fn swap_meta(&self, key: &str, expected: Option<&str>, new: &str) -> Result<bool, StoreError> {
+        ledger::swap_meta(self, key, expected, new).await
+    }
+
     async fn add_counts(&self, key: &str, deltas: &[(&str, i64)]) -> Result<(), StoreError> {
         ledger::add_counts(self, key, deltas).await
     }
