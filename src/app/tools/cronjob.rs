@@ -1,6 +1,7 @@
 //! `cronjob`: lets users schedule and manage jobs in plain language from a chat. It is not
 //! offered inside job runs (a job cannot schedule jobs). In a chat it lists and manages only
-//! the jobs made from that chat (their origin), unless the sender is in `cron.admin_users`.
+//! the jobs made from that chat (their origin), unless the sender is an admin (`admin_users`,
+//! `cron.admin_users`); `deliver` targets are held to the delivery policy (docs/who-sees-what.md).
 
 use super::{Tool, ToolCtx, ToolError, ToolOutput, TurnKind};
 use crate::app::{App, FireStatus};
@@ -61,7 +62,7 @@ pub fn job_view(j: &Job) -> Value {
 }
 
 /// Which jobs a caller may see and manage: only those made from its chat, or all of them
-/// for a user in `cron.admin_users`.
+/// for an admin.
 struct Scope<'a> {
     /// The caller's chat (`None`: no chat, every job).
     origin: Option<&'a Origin>,
@@ -79,13 +80,6 @@ impl Scope<'_> {
     }
 }
 
-/// Whether the sender is in `cron.admin_users` (a bare user id, or `platform:user_id`).
-fn is_admin(app: &App, origin: Option<&Origin>) -> bool {
-    let Some((o, user)) = origin.and_then(|o| o.user_id.as_deref().map(|u| (o, u))) else { return false };
-    let qualified = format!("{}:{user}", o.platform);
-    app.inner.cfg.settings.cron.admin_users.iter().any(|a| a.trim() == user || a.trim() == qualified)
-}
-
 /// Resolves `id` to a job the scope covers; one outside it is reported as not found, so
 /// another chat's jobs are not even confirmed to exist.
 async fn scoped_job(app: &App, scope: &Scope<'_>, id: &str) -> Result<Job, String> {
@@ -99,7 +93,7 @@ async fn scoped_job(app: &App, scope: &Scope<'_>, id: &str) -> Result<Job, Strin
 async fn cronjob(app: &App, mut args: Value, origin: Option<&Origin>) -> Result<Value, String> {
     let action = args["action"].as_str().unwrap_or_default().to_string();
     let id = args["job_id"].as_str().map(str::to_string);
-    let scope = Scope { origin, admin: is_admin(app, origin) };
+    let scope = Scope { origin, admin: app.is_admin(origin) };
     let need_id = async || {
         let id = id.clone().ok_or_else(|| format!("`job_id` is required for {action}"))?;
         scoped_job(app, &scope, &id).await.map(|j| j.id)
@@ -111,11 +105,16 @@ async fn cronjob(app: &App, mut args: Value, origin: Option<&Origin>) -> Result<
                 args["id"] = json!(crate::core::job::new_id());
             }
             if let Some(o) = origin {
-                args["origin"] =
-                    json!(JobOrigin { platform: o.platform.clone(), chat_id: o.chat_id.clone(), thread_id: o.thread_id.clone() });
+                args["origin"] = json!(JobOrigin {
+                    platform: o.platform.clone(),
+                    chat_id: o.chat_id.clone(),
+                    thread_id: o.thread_id.clone(),
+                    user_id: o.user_id.clone(),
+                    chat_type: Some(o.chat_type),
+                });
             }
             let spec = jobfile::parse_job(&args, app.inner.clock.now(), app.inner.cfg.tz)?;
-            let job = app.create_job(spec, false).await.map_err(e)?;
+            let job = app.create_job(spec, false, origin).await.map_err(e)?;
             Ok(json!({"created": job_view(&job)}))
         }
         "list" => {
@@ -128,7 +127,7 @@ async fn cronjob(app: &App, mut args: Value, origin: Option<&Origin>) -> Result<
                 // A job's chat is where it was made: a chat cannot move one in or out.
                 o.retain(|k, _| !matches!(k.as_str(), "action" | "job_id" | "origin"));
             }
-            Ok(json!({"updated": job_view(&app.update_job(&need_id().await?, &patch).await.map_err(e)?)}))
+            Ok(json!({"updated": job_view(&app.update_job(&need_id().await?, &patch, origin).await.map_err(e)?)}))
         }
         "pause" => Ok(json!({"paused": job_view(&app.set_paused(&need_id().await?, true).await.map_err(e)?)})),
         "resume" => Ok(json!({"resumed": job_view(&app.set_paused(&need_id().await?, false).await.map_err(e)?)})),

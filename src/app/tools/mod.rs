@@ -15,6 +15,8 @@ pub mod mcp;
 mod memory;
 mod registry;
 #[cfg(test)]
+mod access_tests;
+#[cfg(test)]
 mod scoped_tests;
 #[cfg(test)]
 mod search_tests;
