@@ -39,7 +39,11 @@ impl App {
             return None;
         }
         let key = SessionKey::derive_in(self.profile(), &origin, self.key_rules());
-        Some(SearchOwners { profile: self.profile().as_str().to_string(), exact: vec![key.as_str().to_string()], users: rules.linked_users(&origin) })
+        Some(SearchOwners {
+            profile: self.profile().as_str().to_string(),
+            exact: vec![key.as_str().to_string()],
+            users: rules.linked_users(&origin),
+        })
     }
 
     /// The job a `cron_<job id>_<stamp>` run session belongs to, if it still exists.

@@ -93,7 +93,8 @@ impl Loaded {
     /// The platforms whose allow lists and home channels count: every chat channel this
     /// build has, and any other `platforms.<name>` block.
     fn access_platforms(&self) -> Vec<String> {
-        let mut names: Vec<String> = ["telegram", "discord", "slack", "whatsapp", "matrix", "mattermost", "signal"].map(String::from).to_vec();
+        let mut names: Vec<String> =
+            ["telegram", "discord", "slack", "whatsapp", "matrix", "mattermost", "signal"].map(String::from).to_vec();
         names.extend(self.settings.platforms.other.keys().cloned());
         names.sort();
         names.dedup();

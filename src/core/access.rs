@@ -75,7 +75,8 @@ impl SearchOwners {
     /// SQLite `GLOB` patterns matching exactly what [`Self::admits`] admits (besides the
     /// exact keys): literal parts have `*`, `?` and `[` escaped.
     pub fn globs(&self) -> Vec<String> {
-        let esc = |s: &str| s.chars().map(|c| if matches!(c, '*' | '?' | '[') { format!("[{c}]") } else { c.to_string() }).collect::<String>();
+        let esc =
+            |s: &str| s.chars().map(|c| if matches!(c, '*' | '?' | '[') { format!("[{c}]") } else { c.to_string() }).collect::<String>();
         let mut out = Vec::new();
         for u in &self.users {
             let base = format!("agent:{}:{}", esc(&self.profile), esc(&u.platform));
@@ -208,10 +209,18 @@ mod tests {
         let r = rules();
         let o = SearchOwners { profile: "main".into(), exact: vec![], users: r.linked_users(&dm("telegram", "111")) };
         assert_eq!(o.users.len(), 2);
-        for k in ["agent:main:telegram:dm:111", "agent:main:telegram:group:-5:111", "agent:main:slack:dm:U1", "agent:main:slack:thread:C1:t:U1"] {
+        for k in
+            ["agent:main:telegram:dm:111", "agent:main:telegram:group:-5:111", "agent:main:slack:dm:U1", "agent:main:slack:thread:C1:t:U1"]
+        {
             assert!(o.admits(k), "{k}");
         }
-        for k in ["agent:main:telegram:dm:222", "agent:main:telegram:group:-5:222", "agent:main:telegram:group:111", "agent:x:telegram:dm:111", "agent:main:api:dm:111x"] {
+        for k in [
+            "agent:main:telegram:dm:222",
+            "agent:main:telegram:group:-5:222",
+            "agent:main:telegram:group:111",
+            "agent:x:telegram:dm:111",
+            "agent:main:api:dm:111x",
+        ] {
             assert!(!o.admits(k), "{k}");
         }
         assert_eq!(r.profile_owner(&dm("slack", "U1")).as_deref(), Some("id:ann"));

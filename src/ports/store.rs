@@ -7,9 +7,9 @@
 //! Every method is one atomic operation in every adapter. Adapters live in `store/`; the
 //! one behaviour suite they all pass is `store/conformance`.
 
+use crate::core::access::SearchOwners;
 use crate::core::ids::{SessionId, SessionKey};
 use crate::core::job::{Job, Occurrence, RunRecord};
-use crate::core::access::SearchOwners;
 use crate::core::search::SearchTerms;
 use crate::core::session::{Fence, Message, Role, SessionEntry, SessionRecord};
 use async_trait::async_trait;

@@ -168,7 +168,12 @@ impl App {
 
     /// The session's frozen snapshot: its note (`known` when the caller read it), or, on its
     /// first turn, the memory rendered now and stored as the note.
-    async fn session_snapshot(&self, session: &SessionId, known: Option<Option<&str>>, origin: Option<&Origin>) -> Result<String, AppError> {
+    async fn session_snapshot(
+        &self,
+        session: &SessionId,
+        known: Option<Option<&str>>,
+        origin: Option<&Origin>,
+    ) -> Result<String, AppError> {
         let raw = match known {
             Some(k) => k.map(str::to_string),
             None => self.inner.store.turn_read(session, 0, &[SNAPSHOT_NOTE]).await?.notes.remove(SNAPSHOT_NOTE),

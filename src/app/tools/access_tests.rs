@@ -41,7 +41,14 @@ fn dm(user: &str) -> Origin {
 }
 
 async fn say(app: &App, origin: &Origin, text: &str) -> SessionId {
-    let msg = Inbound { origin: origin.clone(), text: text.into(), message_id: None, user_name: None, reply: ReplyPath::Origin, attachments: Vec::new() };
+    let msg = Inbound {
+        origin: origin.clone(),
+        text: text.into(),
+        message_id: None,
+        user_name: None,
+        reply: ReplyPath::Origin,
+        attachments: Vec::new(),
+    };
     SessionId::parse(&app.handle_inbound(msg).await.unwrap().session_id).unwrap()
 }
 

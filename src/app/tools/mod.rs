@@ -9,13 +9,13 @@
 //! Must not know: the turn loop (it only sees the registry), transports or adapters.
 //! How to add one: docs/design.md#add-tool.
 
+#[cfg(test)]
+mod access_tests;
 mod cronjob;
 mod current_time;
 pub mod mcp;
 mod memory;
 mod registry;
-#[cfg(test)]
-mod access_tests;
 #[cfg(test)]
 mod scoped_tests;
 #[cfg(test)]
