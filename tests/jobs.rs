@@ -238,7 +238,8 @@ async fn serve_ticker_runs_due_jobs_and_the_cronjob_tool_creates_them() {
     let tool_result = llm.requests()[1]["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_string();
     assert!(tool_result.contains("\"created\""), "{tool_result}");
     let (_, full) = gw.get("/api/jobs/water").await;
-    assert_eq!(full["job"]["origin"], json!({"platform": "telegram", "chat_id": "42"}));
+    // The chat and the user who made it (its runs search as them, docs/who-sees-what.md).
+    assert_eq!(full["job"]["origin"], json!({"platform": "telegram", "chat_id": "42", "user_id": "42", "chat_type": "dm"}));
     drop(gw);
     // Two hours later the ticker of a running `serve` fires it to the origin chat.
     let _gw = Gateway::start(home.path(), &[("HERMES_CLOCK_OFFSET_SECS", "7300")]);

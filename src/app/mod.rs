@@ -23,6 +23,7 @@
 //! Knows no HTTP, SQL or vendor SDK: transports call in with parsed values, adapters are
 //! reached through `Arc<dyn Port>`.
 
+mod access;
 pub mod budget;
 mod cas;
 pub mod crash;

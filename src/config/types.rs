@@ -39,6 +39,14 @@ pub struct Settings {
     /// Hermes' `unauthorized_dm_behavior` (`pair` or `ignore`) for every platform; a
     /// platform's own key wins (docs/pairing.md).
     pub unauthorized_dm_behavior: Option<String>,
+    /// Users (a bare platform user id, or `platform:user_id`) who see and reach everything
+    /// (docs/who-sees-what.md); `cron.admin_users` is read too.
+    pub admin_users: Vec<String>,
+    /// Linked identities: a person's name to their `platform:user_id`s, so their sessions
+    /// and memory profile are one across platforms (docs/who-sees-what.md).
+    pub identities: BTreeMap<String, Vec<String>>,
+    /// The delivery policy of `send_message` and job `deliver` targets.
+    pub delivery: DeliverySettings,
     /// Platform adapters.
     pub platforms: Platforms,
     /// Scheduled jobs and timers.
@@ -86,6 +94,9 @@ impl Default for Settings {
             restart_loop_threshold: 3,
             allow_all_users: false,
             unauthorized_dm_behavior: None,
+            admin_users: Vec::new(),
+            identities: BTreeMap::new(),
+            delivery: DeliverySettings::default(),
             platforms: Platforms::default(),
             cron: CronSettings::default(),
             agent: AgentSettings::default(),
@@ -113,6 +124,15 @@ impl Settings {
             by_type: &self.session_reset_by_type,
         }
     }
+}
+
+/// `delivery:` block (docs/who-sees-what.md).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DeliverySettings {
+    /// Chats (`platform:chat_id[:thread_id]`) that `send_message` and job `deliver` may
+    /// reach besides the current chat, the home channels and allowed users' chats.
+    pub allow_targets: Vec<String>,
 }
 
 /// Store kinds.

@@ -4,6 +4,7 @@
 //! function of its inputs (time included, passed in as a value), so it is unit- and
 //! property-tested without I/O.
 
+pub mod access;
 pub mod child_env;
 pub mod commands;
 pub mod compress;

@@ -110,8 +110,14 @@ impl SessionStore for CountingStore {
     async fn count_messages(&self, id: &SessionId) -> Result<u64, StoreError> {
         fwd!(self, count_messages(id))
     }
-    async fn search_messages(&self, t: &SearchTerms, x: Option<&SessionId>, l: usize) -> Result<Vec<SearchHit>, StoreError> {
-        fwd!(self, search_messages(t, x, l))
+    async fn search_messages(
+        &self,
+        t: &SearchTerms,
+        x: Option<&SessionId>,
+        o: Option<&crate::core::access::SearchOwners>,
+        l: usize,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        fwd!(self, search_messages(t, x, o, l))
     }
     async fn seen_inbound(&self, d: &InboundId) -> Result<bool, StoreError> {
         fwd!(self, seen_inbound(d))

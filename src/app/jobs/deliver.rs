@@ -58,7 +58,16 @@ impl App {
                 None => Resolved::Invalid(format!("unknown platform `{pl}`")),
             },
             (pl, Some(chat), thread) => {
-                Resolved::Chat(Target { platform: pl.into(), chat_id: chat.into(), thread_id: thread.map(str::to_string) })
+                // Held to the delivery policy again when sent (a job stored before the policy,
+                // or a policy since narrowed): the job's own chat counts as its current chat.
+                let made_in = job.origin.as_ref().and_then(|o| {
+                    crate::core::ids::Origin::new(&o.platform, &o.chat_id, crate::core::ids::ChatType::Dm, o.user_id.as_deref(), None).ok()
+                });
+                let rules = self.access();
+                match rules.check_delivery(rules.is_admin(made_in.as_ref()), made_in.as_ref(), pl, chat, thread) {
+                    Ok(()) => Resolved::Chat(Target { platform: pl.into(), chat_id: chat.into(), thread_id: thread.map(str::to_string) }),
+                    Err(e) => Resolved::Invalid(e),
+                }
             }
         }
     }

@@ -178,16 +178,14 @@ impl App {
     }
 
     /// `/whoami`, as Hermes' `_handle_whoami_command`: the tier is `admin` for a user in
-    /// `cron.admin_users`, `unrestricted` when that list is empty, else `user`. Every command
+    /// `admin_users` or `cron.admin_users`, `unrestricted` when both are empty, else `user`. Every command
     /// is open to every allowed user here.
     fn cmd_whoami(&self, origin: &crate::core::ids::Origin) -> String {
         let scope = if origin.chat_type == crate::core::ids::ChatType::Dm { "DM" } else { "group/channel" };
         let user = origin.user_id.as_deref().unwrap_or("?");
-        let admins = &self.inner.cfg.settings.cron.admin_users;
-        let qualified = format!("{}:{user}", origin.platform);
-        let tier = if admins.is_empty() {
+        let tier = if self.access().admin_users.is_empty() {
             "unrestricted (no admin list configured for this scope)"
-        } else if admins.iter().any(|a| a.trim() == user || a.trim() == qualified) {
+        } else if self.is_admin(Some(origin)) {
             "**admin**"
         } else {
             "user"

@@ -1,6 +1,7 @@
 //! `cronjob`: lets users schedule and manage jobs in plain language from a chat. It is not
 //! offered inside job runs (a job cannot schedule jobs). In a chat it lists and manages only
-//! the jobs made from that chat (their origin), unless the sender is in `cron.admin_users`.
+//! the jobs made from that chat (their origin), unless the sender is an admin (`admin_users`,
+//! `cron.admin_users`); `deliver` targets are held to the delivery policy (docs/who-sees-what.md).
 
 use super::{Tool, ToolCtx, ToolError, ToolOutput, TurnKind};
 use crate::app::{App, FireStatus};
@@ -65,7 +66,7 @@ pub fn job_view(j: &Job) -> Value {
 }
 
 /// Which jobs a caller may see and manage: only those made from its chat, or all of them
-/// for a user in `cron.admin_users`.
+/// for an admin.
 struct Scope<'a> {
     /// The caller's chat (`None`: no chat, every job).
     origin: Option<&'a Origin>,
@@ -81,13 +82,6 @@ impl Scope<'_> {
             Some(o) => job.origin.as_ref().is_some_and(|j| j.platform == o.platform && j.chat_id == o.chat_id),
         }
     }
-}
-
-/// Whether the sender is in `cron.admin_users` (a bare user id, or `platform:user_id`).
-fn is_admin(app: &App, origin: Option<&Origin>) -> bool {
-    let Some((o, user)) = origin.and_then(|o| o.user_id.as_deref().map(|u| (o, u))) else { return false };
-    let qualified = format!("{}:{user}", o.platform);
-    app.inner.cfg.settings.cron.admin_users.iter().any(|a| a.trim() == user || a.trim() == qualified)
 }
 
 /// The one answer for a job the caller cannot reach, whether it exists elsewhere or not.
@@ -135,7 +129,7 @@ fn hold_to(schedule: &crate::core::schedule::Schedule, min: i64) -> Result<(), S
 async fn cronjob(app: &App, mut args: Value, origin: Option<&Origin>) -> Result<Value, String> {
     let action = args["action"].as_str().unwrap_or_default().to_string();
     let id = args["job_id"].as_str().map(str::to_string);
-    let scope = Scope { origin, admin: is_admin(app, origin) };
+    let scope = Scope { origin, admin: app.is_admin(origin) };
     let need_id = async || {
         let id = id.clone().ok_or_else(|| format!("`job_id` is required for {action}"))?;
         scoped_job(app, &scope, &id).await.map(|j| j.id)
@@ -156,12 +150,17 @@ async fn cronjob(app: &App, mut args: Value, origin: Option<&Origin>) -> Result<
                 args["id"] = json!(crate::core::job::new_id());
             }
             if let Some(o) = origin {
-                args["origin"] =
-                    json!(JobOrigin { platform: o.platform.clone(), chat_id: o.chat_id.clone(), thread_id: o.thread_id.clone() });
+                args["origin"] = json!(JobOrigin {
+                    platform: o.platform.clone(),
+                    chat_id: o.chat_id.clone(),
+                    thread_id: o.thread_id.clone(),
+                    user_id: o.user_id.clone(),
+                    chat_type: Some(o.chat_type),
+                });
             }
             let spec = jobfile::parse_job(&args, app.inner.clock.now(), app.inner.cfg.tz)?;
             hold_to(&spec.schedule, min_gap(app, &scope))?;
-            let job = app.create_job(spec, false).await.map_err(e)?;
+            let job = app.create_job(spec, false, origin).await.map_err(e)?;
             Ok(json!({"created": job_view(&job)}))
         }
         "list" => {
@@ -178,7 +177,7 @@ async fn cronjob(app: &App, mut args: Value, origin: Option<&Origin>) -> Result<
                 let parsed = crate::core::schedule::parse_value(s, app.inner.clock.now(), app.inner.cfg.tz).map_err(|e| e.to_string())?;
                 hold_to(&parsed, min_gap(app, &scope))?;
             }
-            Ok(json!({"updated": job_view(&app.update_job(&need_id().await?, &patch).await.map_err(e)?)}))
+            Ok(json!({"updated": job_view(&app.update_job(&need_id().await?, &patch, origin).await.map_err(e)?)}))
         }
         "pause" => Ok(json!({"paused": job_view(&app.set_paused(&need_id().await?, true).await.map_err(e)?)})),
         "resume" => Ok(json!({"resumed": job_view(&app.set_paused(&need_id().await?, false).await.map_err(e)?)})),

@@ -10,6 +10,8 @@
 //! Must not know: the turn loop (it only sees the registry), transports or adapters.
 //! How to add one: docs/design.md#add-tool.
 
+#[cfg(test)]
+mod access_tests;
 mod cronjob;
 mod current_time;
 pub mod mcp;

@@ -287,8 +287,14 @@ impl SessionStore for DynamoStore {
         transcript::count(self, id).await
     }
 
-    async fn search_messages(&self, terms: &SearchTerms, exclude: Option<&SessionId>, limit: usize) -> Result<Vec<SearchHit>, StoreError> {
-        search::search(self, terms, exclude, limit).await
+    async fn search_messages(
+        &self,
+        terms: &SearchTerms,
+        exclude: Option<&SessionId>,
+        owners: Option<&crate::core::access::SearchOwners>,
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        search::search(self, terms, exclude, owners, limit).await
     }
 
     async fn seen_inbound(&self, id: &InboundId) -> Result<bool, StoreError> {
