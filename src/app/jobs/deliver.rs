@@ -58,13 +58,19 @@ impl App {
                 None => Resolved::Invalid(format!("unknown platform `{pl}`")),
             },
             (pl, Some(chat), thread) => {
-                // Held to the delivery policy again when sent (a job stored before the policy,
-                // or a policy since narrowed): the job's own chat counts as its current chat.
+                // A job made in a chat is held to the delivery policy again when sent (a job
+                // stored before the policy, or a policy since narrowed): the job's own chat
+                // counts as its current chat. The operator's jobs (jobs.json, CLI, REST: no
+                // origin) deliver where the operator put them.
                 let made_in = job.origin.as_ref().and_then(|o| {
                     crate::core::ids::Origin::new(&o.platform, &o.chat_id, crate::core::ids::ChatType::Dm, o.user_id.as_deref(), None).ok()
                 });
                 let rules = self.access();
-                match rules.check_delivery(rules.is_admin(made_in.as_ref()), made_in.as_ref(), pl, chat, thread) {
+                let checked = match &made_in {
+                    Some(o) => rules.check_delivery(rules.is_admin(Some(o)), Some(o), pl, chat, thread),
+                    None => Ok(()),
+                };
+                match checked {
                     Ok(()) => Resolved::Chat(Target { platform: pl.into(), chat_id: chat.into(), thread_id: thread.map(str::to_string) }),
                     Err(e) => Resolved::Invalid(e),
                 }

@@ -32,9 +32,12 @@ pub const SKIPPED_JOBS_KEY: &str = "jobs_file_skipped";
 
 impl App {
     /// Builds a new job from a validated spec (refuses past one-shots, existing ids and
-    /// targets outside the delivery policy for `caller`: a chat, or `None` for the operator).
+    /// targets outside the delivery policy for `caller`: a chat, or `None` for the operator's
+    /// CLI and REST API; a `declared` job of the operator's jobs.json is not held to it).
     pub(in crate::app) async fn create_job(&self, spec: JobSpec, declared: bool, caller: Option<&Origin>) -> Result<Job, AppError> {
-        self.check_job_delivery(&spec.deliver, caller)?;
+        if !declared {
+            self.check_job_delivery(&spec.deliver, caller)?;
+        }
         if spec.past_one_shot {
             return Err(AppError::BadRequest(format!("the one-shot time of `{}` is in the past; {}", spec.id, schedule::ACCEPTED)));
         }
@@ -165,13 +168,10 @@ impl App {
         let mut file = jobfile::parse_file(&text, &report.file, now, self.inner.cfg.tz).map_err(|e| AppError::BadRequest(e.to_string()))?;
         let existing = self.inner.store.list_jobs().await?;
         file.skip_new_past_one_shots(|id| existing.iter().any(|j| j.id == id));
-        let mut refused = Vec::new();
-        for (index, s) in file.jobs.iter().enumerate() {
-            // A target outside the delivery policy skips the job (as a bad entry is skipped).
-            if let Err(e) = self.check_job_delivery(&s.deliver, None) {
-                refused.push(SkippedJob { index, id: Some(s.id.clone()), reason: e.to_string() });
-                continue;
-            }
+        // jobs.json is the operator's own file: its targets are not held to the delivery
+        // policy (the CLI and REST API are, with a 400 / exit 2), so a Hermes user's declared
+        // jobs keep delivering where they did (docs/who-sees-what.md).
+        for s in &file.jobs {
             match existing.iter().find(|j| j.id == s.id) {
                 None => {
                     self.create_job(s.clone(), true, None).await?;
@@ -191,7 +191,6 @@ impl App {
         }
         // A job still in the file but skipped (a bad edit) keeps running as it was; only a job
         // that left the file is disabled.
-        file.skipped.extend(refused);
         let in_file = |id: &str| file.jobs.iter().any(|s| s.id == id) || file.skipped.iter().any(|k| k.id.as_deref() == Some(id));
         for j in existing.iter().filter(|j| j.declared && j.enabled && !in_file(&j.id)) {
             self.modify_job(&j.id, |j| {
