@@ -193,6 +193,19 @@ impl TestApp {
     }
 }
 
+/// One chat message from `origin` through `handle_inbound`; the session it ran in.
+pub async fn say(app: &App, origin: &crate::core::ids::Origin, text: &str) -> crate::core::ids::SessionId {
+    let msg = crate::app::Inbound {
+        origin: origin.clone(),
+        text: text.into(),
+        message_id: None,
+        user_name: None,
+        reply: crate::app::ReplyPath::Origin,
+        attachments: Vec::new(),
+    };
+    crate::core::ids::SessionId::parse(&app.sessions().handle_inbound(msg).await.unwrap().session_id).unwrap()
+}
+
 /// A delivery port for Telegram and Discord that records every message it was asked to send.
 #[derive(Default)]
 pub struct Outbox(Mutex<Vec<(Target, String)>>);

@@ -3,11 +3,10 @@
 //! `send_message` and `cronjob` cannot reach a chat outside the delivery policy.
 
 use super::*;
-use crate::app::{Inbound, ReplyPath};
 use crate::core::ids::ChatType;
 use crate::core::session::ToolCall;
 use crate::ports::{Delivery, DeliveryError, Target};
-use crate::test_support::{CountingLlm, Outbox, TestApp};
+use crate::test_support::{CountingLlm, Outbox, TestApp, say};
 use serde_json::json;
 
 const NOW: &str = "2026-03-01T12:00:00Z";
@@ -38,18 +37,6 @@ fn kit(yaml: &str) -> (App, Arc<Sent>) {
 
 fn dm(user: &str) -> Origin {
     Origin::new("telegram", user, ChatType::Dm, Some(user), None).unwrap()
-}
-
-async fn say(app: &App, origin: &Origin, text: &str) -> SessionId {
-    let msg = Inbound {
-        origin: origin.clone(),
-        text: text.into(),
-        message_id: None,
-        user_name: None,
-        reply: ReplyPath::Origin,
-        attachments: Vec::new(),
-    };
-    SessionId::parse(&app.handle_inbound(msg).await.unwrap().session_id).unwrap()
 }
 
 async fn tool(app: &App, sid: &SessionId, origin: &Origin, name: &str, args: Value) -> (bool, Value) {

@@ -2,7 +2,6 @@
 //! `handle_inbound` on the real SQLite store, time moved by the manual clock.
 
 use super::*;
-use crate::app::{Inbound, ReplyPath};
 use crate::core::ids::ChatType;
 use crate::core::session::ToolCall;
 use crate::ports::ManualClock;
@@ -28,15 +27,7 @@ fn origin(chat: &str) -> Origin {
 
 /// One chat turn; the conversation it ran in.
 async fn say(app: &App, chat: &str, text: &str) -> SessionId {
-    let msg = Inbound {
-        origin: origin(chat),
-        text: text.into(),
-        message_id: None,
-        user_name: None,
-        reply: ReplyPath::Origin,
-        attachments: Vec::new(),
-    };
-    SessionId::parse(&app.handle_inbound(msg).await.unwrap().session_id).unwrap()
+    crate::test_support::say(app, &origin(chat), text).await
 }
 
 async fn search(app: &App, sid: &SessionId, args: Value) -> (bool, Value) {
