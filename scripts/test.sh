@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The one test command (README, CI): format check, clippy -D warnings (default features and
+# The one test command (README, CI): format check, the relative links of README.md and docs/ and
+# the code's docs/…md#anchor citations (scripts/check-links.py), clippy -D warnings (default features and
 # every feature), then every test with every feature (gateway logs at debug, then searched for
 # every secret the tests configure: scripts/check-test-logs.sh), then the whole suite once more with the
 # machine's clock moved (faketime), every process of the test environment on the same clock.
@@ -22,6 +23,9 @@ CLOCK_DATES=${HZ_CLOCK_DATES-2027-03-28T00:56:00Z}
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
+
+step "relative links in README.md and docs/"
+python3 scripts/check-links.py
 
 step "cargo clippy --all-targets -D warnings (default features: what ships self-hosted)"
 cargo clippy --all-targets -- -D warnings

@@ -16,21 +16,23 @@
 //! - [`ports`]: the traits the app needs, one file each under `src/ports/` — `Store` (split by
 //!   concern: `SessionStore`, `QueueStore`, `JobStore`, `LedgerStore`, `MetaStore`), `Llm`,
 //!   `Delivery`, `Timers`, `JwksSource`, `Clock`.
-//! - [`app`]: use cases written against ports only, offered to the edges as three services —
-//!   `app.sessions()` (inbound messages, commands, turns, the queue, listing and reset),
-//!   `app.jobs()` (CRUD, sync, the one fire path, manual runs, delivery, timers) and
-//!   `app.recovery()` (sweeps, ticks, clean shutdown) — over one private inner struct of ports
-//!   and settings; `retry_cas` (the one compare-and-set loop); the fire-token verifier
-//!   (`app::fire_token`); the agent's tools (`app::tools`: the `Tool` trait, one file per
-//!   tool, and the registry the turn loop asks; `docs/design.md#add-tool`).
+//! - [`app`]: use cases written against ports only, one folder (room) per use case, each with
+//!   a module doc — `app::sessions` (a chat message, commands, media, import), `app::turn`
+//!   (one agent turn under a lease: model loop, context, streaming), `app::jobs` (CRUD, sync,
+//!   the one fire path, the run, delivery, the fire-token verifier), `recovery` (sweeps,
+//!   shutdown, wakes), `memory`, and `app::tools` (the `Tool` trait, one file per tool, the
+//!   registry with Hermes' toolsets; docs/design.md#add-tool) — offered to the edges as three
+//!   services: `app.sessions()`, `app.jobs()` and `app.recovery()`, over one private inner
+//!   struct of ports and settings. No `use` loop between sibling modules (`tests/app_rooms.rs`).
 //! - [`store`]: store adapters — SQLite (always), DynamoDB (feature `aws`, `docs/dynamodb.md`),
 //!   and the conformance suite every adapter passes, one named test per check.
-//! - [`channels`]: the chat platforms (Telegram, Discord) behind one `Channel` trait —
+//! - [`channels`]: the chat platforms (Telegram, Discord, Slack, WhatsApp) behind one `Channel` trait —
 //!   webhook authentication before parsing and normalization into a core `Inbound`, outbound
 //!   send/split with retries — and the registry that is the `Delivery` port
 //!   (`docs/design.md#add-channel`); the API's normalization.
 //! - [`clients`]: outbound adapters — OpenAI-compatible, Anthropic and offline models (and the
-//!   fallback chain over them), the Chronos NAS, JWKS, EventBridge Scheduler (feature `aws`).
+//!   fallback chain over them), the Chronos NAS, JWKS, EventBridge Scheduler (feature `aws`),
+//!   MCP servers, speech to text.
 //! - [`http`]: the one router (`http::router`, webhook routes generated from the channel
 //!   registry), extractors (API key, the fire token in `http::fire_auth`), error mapping, and
 //!   the dashboard page (`http/ui/`, served by `routes::ui`). Imports no `clients`.

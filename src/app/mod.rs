@@ -1,52 +1,50 @@
-//! Use cases, written against the ports only: `handle_inbound` (a chat message), the agent
-//! turn, fires, job management, recovery and ticks.
+//! Use cases, written against the ports only: a chat message, the agent turn, fires, job
+//! management, recovery and ticks.
 //!
 //! Transports see [`App`] only as a handle handing out three services (`services/`):
 //! [`Sessions`], [`Jobs`] and [`Recovery`]. The ports and settings live in one private
-//! `Inner` shared by all of them; the use-case code (`impl App` blocks in the sibling
-//! modules, and the tools) reaches them as `self.inner.*`.
+//! `Inner` shared by all of them; the use-case code (`impl App` blocks in the rooms below,
+//! and the tools) reaches them as `self.inner.*`.
+//!
+//! The rooms, one folder per use case, each with its own doc:
+//! - [`sessions`]: a chat message from any platform, chat commands, media, import;
+//! - [`turn`]: one agent turn under a lease (the model loop, context, streaming);
+//! - [`jobs`]: job management, the one fire path, the run, delivery, fire tokens;
+//! - `recovery`: sweeps, resume turns, shutdown, wakes for stored work;
+//! - `memory`: the agent's memory stores and the flush turn;
+//! - [`tools`]: the agent's tools and their registry;
+//! - `services`: the three handles the edges call.
+//!
+//! Beside them, leaves every room may use: `types` (what several rooms share), `cas` (the
+//! compare-and-set loop), [`budget`] (a transport's deadline), [`usage`], `skills`, [`crash`].
+//! Calls run one way: `services` → `sessions` / `jobs` / `recovery` → `turn` → `tools`;
+//! no `use` line makes a loop between siblings (`tests/app_rooms.rs`).
 //!
 //! Knows no HTTP, SQL or vendor SDK: transports call in with parsed values, adapters are
 //! reached through `Arc<dyn Port>`.
 
-pub mod accept;
-mod agent;
 pub mod budget;
 mod cas;
-mod commands;
-mod context;
 pub mod crash;
-mod deliver;
-mod fire;
-mod fire_run;
-pub mod fire_token;
-pub mod import;
-mod inbound;
-mod jobs;
-mod lease;
-mod lifecycle;
-mod media;
+pub mod jobs;
 mod memory;
 mod recovery;
 mod services;
+pub mod sessions;
 mod skills;
-mod status;
-mod stream;
-mod stream_out;
-mod tool_guard;
 pub mod tools;
-mod turns;
+pub mod turn;
+mod types;
 pub mod usage;
-mod wake;
 
-pub use fire::FireStatus;
-pub use inbound::{Inbound, Outcome, REFUSAL, ReplyPath};
-pub use jobs::{SKIPPED_JOBS_KEY, SyncReport};
+pub use jobs::manage::{SKIPPED_JOBS_KEY, SyncReport};
+pub use jobs::status::LAST_TICK_KEY;
 pub use memory::Memory;
+pub use recovery::wake::Wake;
 pub use services::{Jobs, Recovery, Reset, Sessions};
-pub use status::LAST_TICK_KEY;
+pub use sessions::inbound::{Inbound, Outcome, REFUSAL, ReplyPath};
 pub use tools::job_view;
-pub use wake::Wake;
+pub use types::{FireStatus, TurnKind};
 
 use crate::config::Loaded;
 use crate::core::ids::{KeyRules, Origin};
@@ -84,9 +82,9 @@ pub(in crate::app) struct Inner {
     /// The tools the agent may be offered; built once at wiring time.
     pub(in crate::app) tools: Arc<tools::ToolRegistry>,
     /// The fire-token verifier, built once (its JWKS cache lives with the process).
-    pub(in crate::app) fire_auth: fire_token::FireAuth,
+    pub(in crate::app) fire_auth: jobs::fire_token::FireAuth,
     /// Fires running in this process (for the idle check).
-    pub(in crate::app) fires: wake::Fires,
+    pub(in crate::app) fires: recovery::wake::Fires,
     /// The skills index, scanned lazily and cached with the directory's signature.
     pub(in crate::app) skills: skills::SkillCache,
     /// The configured MCP servers and this process's connections to them.
@@ -147,7 +145,7 @@ impl App {
     /// Builds the app from its parts (once per process, or per test).
     pub fn new(parts: Parts) -> Self {
         let Parts { cfg, home, store, llm, delivery, timers, clock, tools, owner, jwks, stt } = parts;
-        let fire_auth = fire_token::FireAuth::from_config(&cfg, jwks);
+        let fire_auth = jobs::fire_token::FireAuth::from_config(&cfg, jwks);
         let mcp = tools::mcp::McpHub::from_settings(&cfg.settings, std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some());
         let mut live = recovery::Live::default();
         if let Some(owner) = owner {
@@ -165,7 +163,7 @@ impl App {
                 live,
                 tools,
                 fire_auth,
-                fires: wake::Fires::default(),
+                fires: recovery::wake::Fires::default(),
                 skills: skills::SkillCache::default(),
                 mcp,
                 usage: usage::Usage::default(),
@@ -228,9 +226,5 @@ impl App {
 
 #[cfg(test)]
 pub(crate) mod budget_tests;
-#[cfg(test)]
-mod compress_tests;
-#[cfg(test)]
-mod fence_tests;
 #[cfg(test)]
 mod tests;

@@ -44,7 +44,7 @@ pub async fn jobs_and_provider(home: &Path, cfg: &Loaded, store: Option<&dyn Sto
         use crate::ports::JwksSource;
         let c = &cfg.settings.cron.chronos;
         let jwks = std::sync::Arc::new(crate::clients::jwks::HttpJwks::default());
-        if let Err(e) = crate::app::fire_token::FireVerifier::from_config(cfg, jwks.clone()) {
+        if let Err(e) = crate::app::jobs::fire_token::FireVerifier::from_config(cfg, jwks.clone()) {
             problems.push(e);
         }
         if !c.jwks_url.is_empty()

@@ -4,7 +4,7 @@
 //! with its messages. Prints counts; a second run adds nothing.
 
 use crate::app::App;
-use crate::app::import::{Copied, SessionImport, copy_file, copy_skills, env_names, memory_entries};
+use crate::app::sessions::import::{Copied, SessionImport, copy_file, copy_skills, env_names, memory_entries};
 use crate::store::hermes_state::HermesState;
 use serde::Serialize;
 use std::path::{Path, PathBuf};

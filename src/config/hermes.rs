@@ -53,6 +53,24 @@ pub struct MemorySettings {
     pub provider: String,
 }
 
+impl MemorySettings {
+    /// Whether the store `t` is on.
+    pub fn enabled(&self, t: crate::core::memory::Target) -> bool {
+        match t {
+            crate::core::memory::Target::Memory => self.memory_enabled,
+            crate::core::memory::Target::User => self.user_profile_enabled,
+        }
+    }
+
+    /// The char limit of the store `t`.
+    pub fn limit(&self, t: crate::core::memory::Target) -> usize {
+        match t {
+            crate::core::memory::Target::Memory => self.memory_char_limit,
+            crate::core::memory::Target::User => self.user_char_limit,
+        }
+    }
+}
+
 impl Default for MemorySettings {
     fn default() -> Self {
         Self {

@@ -2,7 +2,7 @@
 //! (signature, claims, `jti` once) by the app's verifier, built at wiring time, before the body is
 //! read. Every failure is the same 401 `invalid fire token`; the reason is only logged.
 
-use crate::app::fire_token::{FireClaims, FireTokenError};
+use crate::app::jobs::fire_token::{FireClaims, FireTokenError};
 use crate::http::HttpState;
 use crate::http::error::ApiError;
 use axum::extract::FromRequestParts;

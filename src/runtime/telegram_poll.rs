@@ -5,7 +5,7 @@
 //! update is stored (or needs nothing stored), so a restart neither loses nor repeats one;
 //! turns run in their own tasks, so a long turn never holds up the poll.
 
-use crate::app::accept::Accepted;
+use crate::app::sessions::accept::Accepted;
 use crate::app::{App, AppError};
 use crate::channels::telegram::bot::{BotApi, BotError, POLL_TIMEOUT_SECS};
 use crate::channels::{Channel, ChannelError, Channels, FollowUp, RawRequest, Received};

@@ -1,6 +1,6 @@
 //! [`Jobs`]: everything the edges do with scheduled jobs.
 
-use crate::app::fire_token::{FireAuth, FireClaims, FireTokenError};
+use crate::app::jobs::fire_token::{FireAuth, FireClaims, FireTokenError};
 use crate::app::{App, AppError, FireStatus, SyncReport};
 use crate::config::FireMode;
 use crate::core::job::{Job, RunRecord};

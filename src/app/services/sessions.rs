@@ -1,6 +1,6 @@
 //! [`Sessions`]: everything the edges do with conversations.
 
-use crate::app::import::SessionImport;
+use crate::app::sessions::import::SessionImport;
 use crate::app::{App, AppError, Inbound, Outcome};
 use crate::core::ids::{Origin, SessionId, SessionKey};
 use crate::core::session::{ImportedSession, Message, SessionEntry, SessionRecord};
@@ -37,10 +37,10 @@ impl Sessions {
     }
 
     /// [`Sessions::handle_inbound`], returning as soon as the message is stored (its turn
-    /// then goes on in a task of its own) or handled: see [`crate::app::accept`].
-    pub async fn handle_inbound_detached(&self, msg: Inbound) -> Result<crate::app::accept::Accepted, AppError> {
+    /// then goes on in a task of its own) or handled: see [`crate::app::sessions::accept`].
+    pub async fn handle_inbound_detached(&self, msg: Inbound) -> Result<crate::app::sessions::accept::Accepted, AppError> {
         let app = self.app.clone();
-        crate::app::accept::detach(async move { app.handle_inbound(msg).await }).await
+        crate::app::sessions::accept::detach(async move { app.handle_inbound(msg).await }).await
     }
 
     /// A channel's stored intake position (e.g. the Telegram `getUpdates` offset), by key.

@@ -3,7 +3,6 @@
 //! stored records in `app::memory`.
 
 use super::{Tool, ToolCtx, ToolError, ToolOutput, TurnKind, parse_args};
-use crate::app::memory::enabled;
 use crate::core::memory::{Op, Target};
 use async_trait::async_trait;
 use serde::Deserialize;
@@ -65,7 +64,7 @@ SKIP: trivial/obvious info, easily re-discovered facts, raw data dumps, task pro
     async fn call(&self, ctx: &ToolCtx<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         let a: Args = parse_args(args)?;
         let target = Target::parse(a.target.as_deref().unwrap_or("memory")).map_err(ToolError::BadArgs)?;
-        if !enabled(&ctx.app.inner.cfg.settings.memory, target) {
+        if !ctx.app.inner.cfg.settings.memory.enabled(target) {
             let key = if target == Target::User { "memory.user_profile_enabled" } else { "memory.memory_enabled" };
             return Err(ToolError::Failed(format!("The '{}' store is disabled ({key} is false).", target.as_str())));
         }

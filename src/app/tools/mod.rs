@@ -30,6 +30,7 @@ pub use registry::{DuplicateTool, ToolRegistry, ToolResult, Toolset};
 pub use web_fetch::{Limits as WebFetchLimits, Resolve, WebFetch};
 
 use crate::app::App;
+pub use crate::app::types::TurnKind;
 use crate::core::ids::{Origin, SessionId};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -89,15 +90,6 @@ pub trait Tool: Send + Sync {
     /// Runs one call. `args` is always a JSON object (the registry checks); see
     /// [`parse_args`] for typed arguments.
     async fn call(&self, ctx: &ToolCtx<'_>, args: Value) -> Result<ToolOutput, ToolError>;
-}
-
-/// Whether a turn answers a chat message or runs a scheduled job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TurnKind {
-    /// A chat turn (has an origin).
-    Chat,
-    /// A job run (no chat; `cronjob` is not offered).
-    Job,
 }
 
 /// What a tool call may see and use, built by the turn loop for one turn.

@@ -3,7 +3,8 @@
 //! as the tool result. The agent-loop test checks that each call's duration is recorded.
 
 use super::*;
-use crate::app::agent::{self, TurnSpec};
+use crate::app::turn::agent;
+use crate::app::turn::types::TurnSpec;
 use crate::core::ids::ChatType;
 use crate::core::session::{Message, Role, ToolCall};
 use crate::ports::{ChatRequest, ChatResponse, Llm, LlmError};

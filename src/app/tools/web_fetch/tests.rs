@@ -6,7 +6,7 @@
 
 use super::*;
 use crate::app::App;
-use crate::app::tools::TurnKind;
+use crate::app::types::TurnKind;
 use crate::core::ids::SessionId;
 use crate::core::session::ToolCall;
 use crate::test_support::{CountingLlm, TestApp};

@@ -192,7 +192,7 @@ async fn after_the_summary_a_long_session_turn_reads_a_context_sized_window_once
     let asked = &llm.summaries()[0].messages[1].content;
     assert!(asked.contains("m1001 ") && !asked.contains("m1000 "), "from the newest 2,000 messages on");
 
-    let read = crate::app::context::read(&app, &id).await.unwrap();
+    let read = crate::app::turn::context::read(&app, &id).await.unwrap();
     assert_eq!(read.messages.len(), 40 + 64, "the folded read's window");
     assert!(read.count > 3000);
     counting.take();

@@ -1,7 +1,7 @@
 //! Session commands (docs/design.md#commands): handled even while a turn runs, never sent to the model.
 
 use crate::app::cas::retry_cas;
-use crate::app::inbound::{Inbound, Outcome};
+use crate::app::sessions::inbound::{Inbound, Outcome};
 use crate::app::{App, AppError};
 use crate::core::commands::{Cmd, HELP};
 use crate::core::ids::{SessionId, SessionKey};

@@ -1,5 +1,11 @@
-//! Restart recovery (docs/design.md#recovery): sweeps that find interrupted turns and stored work without a
-//! running turn, resume turns, and the clean-shutdown protocol of `serve`.
+//! Restart recovery (docs/design.md#recovery): sweeps that find interrupted turns and stored
+//! work without a running turn, resume turns, and the clean-shutdown protocol of `serve`;
+//! and [`wake`], which makes sure every stored message has someone to wake it before a
+//! process goes idle (docs/design.md#wakes).
+//!
+//! Calls run one way: the sweeps reach turns through `app::turn`; `wake` calls nothing here.
+
+pub(in crate::app) mod wake;
 
 use crate::app::{App, AppError};
 use crate::core::ids::{Origin, SessionKey};

@@ -3,7 +3,8 @@
 //! prompt would pass the threshold; with compression off, the newest messages (the trim is
 //! shown by `/status`). Reads stay flat: one summary index record plus the tail.
 
-use crate::app::agent::{TurnSpec, append};
+use crate::app::turn::lease::append;
+use crate::app::turn::types::TurnSpec;
 use crate::app::{App, AppError};
 use crate::core::compress::{self, SummaryIndex};
 use crate::core::ids::SessionId;

@@ -9,8 +9,9 @@
 //! text before a tool call stays as its own message, the next text starts a new one).
 
 use crate::app::App;
-use crate::app::lease::AbortOnDrop;
-use crate::app::stream_out::StreamOut;
+use crate::app::turn::lease::AbortOnDrop;
+use crate::app::turn::stream_out::StreamOut;
+use crate::app::turn::types::StreamPlan;
 use crate::config::StreamTransport;
 use crate::core::inbound::ReplyPath;
 use crate::core::session::{Fence, SessionEntry};
@@ -24,16 +25,6 @@ use tokio::sync::{mpsc, oneshot};
 const FINAL_EDIT_ATTEMPTS: u32 = 3;
 /// Longest platform wait honoured before a final edit is tried again.
 const MAX_WAIT_SECS: u64 = 30;
-
-/// How one turn streams its reply: where to, and Hermes' `streaming` settings.
-#[derive(Clone)]
-pub(in crate::app) struct StreamPlan {
-    out: StreamOut,
-    fence: Fence,
-    interval: Duration,
-    threshold: usize,
-    cursor: String,
-}
 
 impl App {
     /// The streaming plan of a turn whose replies go along `path`: only when `streaming` is

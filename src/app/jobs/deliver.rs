@@ -4,7 +4,7 @@
 //! final status rides on the run's finishing write (`fire_run`).
 
 use crate::app::App;
-use crate::app::fire_run::Tail;
+use crate::app::jobs::types::Tail;
 use crate::core::job::{DeliveryResult, Job, Occurrence};
 use crate::ports::{DeliveryError, Target};
 

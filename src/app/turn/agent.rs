@@ -2,110 +2,18 @@
 //! appended to the transcript as it happens (so a crash keeps what was done); a job run's
 //! final answer is handed back for the fire to store with its next write.
 
-use crate::app::stream::{Segment, StreamPlan};
-use crate::app::tools::{ToolCtx, TurnKind};
+use crate::app::tools::ToolCtx;
+use crate::app::turn::lease::append;
+use crate::app::turn::stream::Segment;
+use crate::app::turn::types::{Leased, STOP_POLL, TurnOutput, TurnSpec};
+use crate::app::types::TurnKind;
 use crate::app::{App, AppError};
-use crate::core::ids::SessionId;
 use crate::core::prompt::assemble;
-use crate::core::session::{Fence, Message, Role, SessionEntry};
-use crate::ports::{ChatRequest, TurnRead};
-
-/// What one turn produced.
-#[derive(Debug, Clone, Default)]
-pub struct TurnOutput {
-    /// The final answer.
-    pub reply: String,
-    /// Prompt tokens used.
-    pub input_tokens: u64,
-    /// Completion tokens used.
-    pub output_tokens: u64,
-    /// The turn stopped at a step boundary because it was asked to.
-    pub interrupted: bool,
-    /// The reply already reached the platform as a streamed message (docs/design.md#streaming):
-    /// the turn sends nothing more.
-    pub streamed: bool,
-    /// A job run's final answer, not stored yet: the fire stores it in the write of its
-    /// delivery's ledger row or of its finish (docs/design.md#store-cost).
-    pub held: Option<Message>,
-    /// Messages the turn appended to the transcript.
-    pub appended: u64,
-    /// A leased turn's final answer was stored by its settling write (see [`Leased`]).
-    pub(in crate::app) settled: Option<Settled>,
-}
-
-/// What a leased turn's settling write left (docs/design.md#store-cost).
-#[derive(Debug, Clone)]
-pub(in crate::app) struct Settled {
-    /// The entry as the write left it (still leased).
-    pub entry: Box<SessionEntry>,
-    /// Whether the reply is to be sent now (its once key, if it needs one, was taken in
-    /// that write; false when the key was taken before: it may have been sent).
-    pub send: bool,
-}
-
-/// A chat turn under a lease, with the entry as the lease write returned it: its context
-/// comes from one folded read made before the model, and its final answer is stored in one
-/// write with the token update and the reply's once key, conditioned on the entry's version
-/// (docs/design.md#store-cost).
-pub(in crate::app) struct Leased<'a> {
-    /// The entry in hand (holding the turn's lease).
-    pub entry: &'a SessionEntry,
-    /// Where the reply goes.
-    pub path: crate::core::inbound::ReplyPath,
-    /// The turn's folded read (transcript tail, count, memory snapshot, summary index).
-    pub read: TurnRead,
-    /// Wakes the model wait when a stop was stored in this process.
-    pub signal: std::sync::Arc<tokio::sync::Notify>,
-}
-
-/// How a turn is run.
-pub struct TurnSpec<'a> {
-    /// The conversation.
-    pub session_id: &'a SessionId,
-    /// Extra system notes (reset, resume, job preamble).
-    pub notes: Vec<String>,
-    /// Chat turn or job run (decides the tools offered).
-    pub kind: TurnKind,
-    /// When the turn's time budget ends; tool calls still running then are cancelled.
-    pub deadline: Option<tokio::time::Instant>,
-    /// Model override.
-    pub model: Option<String>,
-    /// System prompt (SOUL.md or the job's own).
-    pub system: String,
-    /// The chat the turn runs for (tools that create jobs record it as their origin).
-    pub origin: Option<crate::core::ids::Origin>,
-    /// The lease the turn runs under (chat turns): every append is fenced by it, and a lost
-    /// lease ends the turn with [`crate::ports::StoreError::Fenced`] (docs/design.md#lease).
-    pub fence: Option<Fence>,
-    /// Where the model's text streams while it answers (`None`: the reply is sent whole).
-    pub stream: Option<StreamPlan>,
-    /// The whole transcript when the caller knows it (a job run's fresh session holds only
-    /// the prompt it just wrote): the context is built without reading the store.
-    pub transcript: Option<Vec<Message>>,
-}
-
-/// How often a running model call reads the store to see whether its turn should stop: a
-/// stop stored by this process wakes it at once (`Live::signal_stop`); this poll is for a
-/// stop stored by another process (docs/design.md#turn).
-pub(in crate::app) const STOP_POLL: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// Appends `msgs` to the turn's transcript, fenced by its lease when it has one.
-pub(in crate::app) async fn append(app: &App, spec: &TurnSpec<'_>, msgs: &[Message]) -> Result<(), AppError> {
-    match &spec.fence {
-        Some(f) => app.inner.store.append_fenced(spec.session_id, msgs, f).await.inspect_err(|e| {
-            if matches!(e, crate::ports::StoreError::Fenced(_)) {
-                tracing::warn!(session_key = %f.key, epoch = f.epoch, "lease lost; the turn stops without writing");
-            }
-        })?,
-        None => {
-            app.inner.store.append_messages(spec.session_id, msgs, None).await?;
-        }
-    }
-    Ok(())
-}
+use crate::core::session::{Message, Role};
+use crate::ports::ChatRequest;
 
 /// Runs the model loop over the stored transcript of `spec.session_id` (its context built
-/// by [`crate::app::context::load`]). `stop` is asked at each step boundary, and every
+/// by [`crate::app::turn::context::load`]). `stop` is asked at each step boundary, and every
 /// [`STOP_POLL`] while the model is answering, whether the turn should end early; a turn
 /// stopped mid-call drops that answer unstored and unsent (docs/design.md#turn).
 pub async fn run<F, Fut>(app: &App, spec: TurnSpec<'_>, stop: F) -> Result<TurnOutput, AppError>
@@ -128,7 +36,7 @@ where
     Fut: std::future::Future<Output = bool>,
 {
     let max_iter = app.inner.cfg.settings.model.max_iterations;
-    let context = crate::app::context::load(app, &spec, leased.as_ref().map(|l| &l.read)).await?;
+    let context = crate::app::turn::context::load(app, &spec, leased.as_ref().map(|l| &l.read)).await?;
     let signal = leased.as_ref().map(|l| l.signal.clone());
     let mut prompt = assemble(&spec.system, &spec.notes, &context.messages, usize::MAX, app.inner.clock.now());
     if let Some(origin) = &spec.origin {
@@ -139,7 +47,7 @@ where
     let toolset = app.inner.tools.toolset(&ctx);
     let tools = toolset.specs();
     let mut out = TurnOutput { input_tokens: context.input_tokens, output_tokens: context.output_tokens, ..TurnOutput::default() };
-    let mut repeats = crate::app::tool_guard::RepeatGuard::default();
+    let mut repeats = crate::app::turn::tool_guard::RepeatGuard::default();
     for n in 0..max_iter {
         let req = ChatRequest { messages: prompt.clone(), tools: tools.clone(), model: spec.model.clone() };
         // Each model call streams into its own segment; dropping it stops the editing.

@@ -3,44 +3,18 @@
 //! (docs/design.md#store-cost) that records the ledger statuses, the answer when no delivery
 //! stored it, the run and the job's finish.
 
-use crate::app::agent::{self, TurnSpec};
 use crate::app::cas::retry_cas;
-use crate::app::fire::{PREAMBLE, is_silent, run_id};
-use crate::app::tools::TurnKind;
-use crate::app::turns::TURN_BUDGET_SECS;
+use crate::app::jobs::types::{PREAMBLE, RunStart, Tail, is_silent, run_id};
+use crate::app::turn::agent;
+use crate::app::turn::types::TurnSpec;
+use crate::app::types::TURN_BUDGET_SECS;
+use crate::app::types::TurnKind;
 use crate::app::{App, AppError};
 use crate::core::ids::SessionId;
 use crate::core::job::{Job, Occurrence, RunOutcome, RunRecord};
 use crate::core::session::{Message, Role};
 use crate::ports::{FireFinish, RunAppend};
 use chrono::{DateTime, Utc};
-
-/// A job run's fresh session and its first message (the prompt), written with the claim.
-pub(in crate::app) struct RunStart {
-    /// `cron_<job_id>_<fire_at in the configured zone>`.
-    pub session_id: SessionId,
-    /// The prompt message, or why it could not be built (an unreadable skill).
-    pub prompt: Result<Message, String>,
-    /// When the run started (the claim's time).
-    pub started: DateTime<Utc>,
-}
-
-impl RunStart {
-    /// The prompt as the first message of the fresh session, if there is one.
-    pub fn append(&self) -> Option<RunAppend> {
-        let msg = self.prompt.as_ref().ok()?;
-        Some(RunAppend { session_id: self.session_id.clone(), after: 0, messages: vec![msg.clone()] })
-    }
-}
-
-/// Writes a run still owes, carried to its delivery's ledger write or to its finish.
-#[derive(Debug, Default)]
-pub(in crate::app) struct Tail {
-    /// Ledger rows to set, as `(target key, status)`.
-    pub ledger: Vec<(String, String)>,
-    /// The answer, until a write stores it.
-    pub append: Option<RunAppend>,
-}
 
 impl App {
     /// The session and prompt of a run of `occ` starting `now`.

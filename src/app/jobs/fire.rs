@@ -4,68 +4,15 @@
 //! (the run half is `fire_run`).
 
 use crate::app::cas::{again, retry_cas};
-use crate::app::fire_run::RunStart;
-use crate::app::turns::TURN_BUDGET_SECS;
-use crate::app::{App, AppError};
+use crate::app::jobs::types::{RunStart, run_id};
+use crate::app::types::{LEASE_MARGIN_SECS, TURN_BUDGET_SECS};
+use crate::app::{App, AppError, FireStatus};
 use crate::core::job::{Decision, Job, JobState, Occurrence, RunOutcome, RunRecord, RunStatus, decide};
 use crate::ports::Claim;
 use chrono::{DateTime, Duration, Utc};
 
 /// How early an external timer may fire and still count (clock skew).
 const EARLY_TOLERANCE_SECS: i64 = 60;
-
-/// The preamble of every job run.
-pub const PREAMBLE: &str = "You are running as a scheduled job, not in a live conversation. Your final answer is delivered \
-automatically to the job's targets, so write it as the finished message. If there is nothing worth reporting, answer exactly [SILENT].";
-
-/// What a fire did.
-#[derive(Debug, Clone)]
-pub enum FireStatus {
-    /// The job is missing, disabled, paused or completed.
-    Gone,
-    /// The occurrence was claimed before.
-    Duplicate,
-    /// The fire is for an occurrence the job has moved past (or not reached); nothing ran.
-    Stale {
-        /// The job's current next occurrence.
-        next: Option<DateTime<Utc>>,
-    },
-    /// It ran (or was recorded as missed).
-    Ran {
-        /// The run.
-        run: Box<RunRecord>,
-        /// The job's next occurrence.
-        next: Option<DateTime<Utc>>,
-    },
-}
-
-impl FireStatus {
-    /// The one JSON shape of a fire's result, for every transport (the Chronos callback, the
-    /// REST run route, the Lambda fire event): `status` is `ok` (it ran, or was recorded as
-    /// missed), `gone`, `duplicate` or `stale`; a run adds `run_id`, `run_status` (`ok`,
-    /// `error`, `delivery_failed`, `missed`) and `error`; `next_fire_at` is the job's next
-    /// occurrence. The run's output is never included (the caller may be the NAS).
-    pub fn to_json(&self) -> serde_json::Value {
-        let iso = |t: &Option<DateTime<Utc>>| t.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
-        match self {
-            Self::Gone => serde_json::json!({"status": "gone"}),
-            Self::Duplicate => serde_json::json!({"status": "duplicate"}),
-            Self::Stale { next } => serde_json::json!({"status": "stale", "next_fire_at": iso(next)}),
-            Self::Ran { run, next } => serde_json::json!({
-                "status": "ok", "run_id": run.run_id, "run_status": run.status, "error": run.error, "next_fire_at": iso(next),
-            }),
-        }
-    }
-}
-
-/// Whether an answer means "nothing to report": `[SILENT]` as the whole answer, or as its
-/// first or last line.
-pub fn is_silent(answer: &str) -> bool {
-    let t = answer.trim();
-    let first = t.lines().next().map(str::trim);
-    let last = t.lines().last().map(str::trim);
-    t == "[SILENT]" || first == Some("[SILENT]") || last == Some("[SILENT]")
-}
 
 /// An occurrence this process claimed, with what the claim decided and, for a run, the
 /// session and prompt the claim stored.
@@ -203,7 +150,7 @@ impl App {
                 epoch: 0,
                 owner: mark.owner.clone(),
                 started_at: mark.started_at,
-                expires_at: mark.started_at + Duration::seconds(TURN_BUDGET_SECS + crate::app::turns::LEASE_MARGIN_SECS),
+                expires_at: mark.started_at + Duration::seconds(TURN_BUDGET_SECS + LEASE_MARGIN_SECS),
             };
             if !self.lease_abandoned(&lease, unclean_start) {
                 continue;
@@ -245,29 +192,5 @@ impl App {
             let _ =
                 self.inner.store.put_meta("timers_last_error", &format!("{} {}: {e}", self.inner.clock.now().to_rfc3339(), job.id)).await;
         }
-    }
-}
-
-pub(in crate::app) fn run_id(occ: &Occurrence, now: DateTime<Utc>) -> String {
-    format!(
-        "{}-{}-{:06x}",
-        occ.job_id,
-        occ.fire_at.format("%Y%m%dT%H%M%SZ"),
-        (now.timestamp_subsec_micros() ^ rand::random::<u32>()) & 0xff_ffff
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::is_silent;
-
-    #[test]
-    fn silent_rules() {
-        assert!(is_silent("[SILENT]"));
-        assert!(is_silent("  [SILENT]\n"));
-        assert!(is_silent("[SILENT]\nnothing new today"));
-        assert!(is_silent("checked everything\n[SILENT]"));
-        assert!(!is_silent("The answer mentions [SILENT] inline"));
-        assert!(!is_silent(""));
     }
 }

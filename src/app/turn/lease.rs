@@ -2,9 +2,9 @@
 //! (compare-and-set guarded by its token), renewal while a turn runs, and replies sent only
 //! while the lease is held and at most once per turn (a reply ledger keyed by the epoch).
 
-use crate::app::agent::{Leased, Settled};
 use crate::app::cas::retry_cas;
-use crate::app::turns::{LEASE_MARGIN_SECS, TURN_BUDGET_SECS};
+use crate::app::turn::types::{Leased, Settled, TurnSpec};
+use crate::app::types::{LEASE_MARGIN_SECS, TURN_BUDGET_SECS};
 use crate::app::{App, AppError};
 use crate::core::ids::SessionKey;
 use crate::core::inbound::ReplyPath;
@@ -258,4 +258,19 @@ impl App {
         }
         Ok(fresh)
     }
+}
+
+/// Appends `msgs` to the turn's transcript, fenced by its lease when it has one.
+pub(in crate::app) async fn append(app: &App, spec: &TurnSpec<'_>, msgs: &[Message]) -> Result<(), AppError> {
+    match &spec.fence {
+        Some(f) => app.inner.store.append_fenced(spec.session_id, msgs, f).await.inspect_err(|e| {
+            if matches!(e, crate::ports::StoreError::Fenced(_)) {
+                tracing::warn!(session_key = %f.key, epoch = f.epoch, "lease lost; the turn stops without writing");
+            }
+        })?,
+        None => {
+            app.inner.store.append_messages(spec.session_id, msgs, None).await?;
+        }
+    }
+    Ok(())
 }

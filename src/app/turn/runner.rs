@@ -2,11 +2,11 @@
 //! pending slot and the FIFO (slot first) until both are empty, then releasing — all with
 //! compare-and-set writes guarded by the lease token.
 
-use crate::app::agent::{self, TurnOutput, TurnSpec};
 use crate::app::cas::{again, retry_cas};
-use crate::app::lease::{is_lost, lost, settle};
-use crate::app::stream::StreamPlan;
-use crate::app::tools::TurnKind;
+use crate::app::turn::agent;
+use crate::app::turn::lease::{is_lost, lost, settle};
+use crate::app::turn::types::{Leased, StreamPlan, TurnOutput, TurnSpec};
+use crate::app::types::{DRAIN_BUDGET_SECS, TURN_BUDGET_SECS, TurnKind};
 use crate::app::{App, AppError};
 use crate::core::ids::SessionKey;
 use crate::core::inbound::ReplyPath;
@@ -16,13 +16,6 @@ use crate::core::session::{Fence, Lease, Message, Role, SessionEntry};
 use crate::ports::{SessionChange, StoreError, StreamTarget};
 use std::sync::Arc;
 use std::time::Duration as StdDuration;
-
-/// How long one turn may run.
-pub const TURN_BUDGET_SECS: i64 = 600;
-/// Slack on top of the budget before another process may treat the lease as abandoned.
-pub const LEASE_MARGIN_SECS: i64 = 60;
-/// How long one drain may keep the lease before leaving the rest to a later wake.
-pub const DRAIN_BUDGET_SECS: u64 = 900;
 
 /// The first turn's result, for callers that answer inline (the HTTP API).
 #[derive(Debug, Default)]
@@ -159,7 +152,7 @@ impl App {
     ) -> Result<TurnOutput, AppError> {
         let budget = crate::app::budget::turn_budget(StdDuration::from_secs(TURN_BUDGET_SECS as u64));
         // One read for the whole context: transcript tail, memory snapshot, summary index.
-        let read = crate::app::context::read(self, &entry.session_id).await?;
+        let read = crate::app::turn::context::read(self, &entry.session_id).await?;
         let snapshot = read.notes.get(crate::app::memory::SNAPSHOT_NOTE).map(String::as_str);
         let system = self.chat_system_prompt_from(&entry.session_id, Some(snapshot)).await;
         let spec = TurnSpec {
@@ -177,7 +170,7 @@ impl App {
         let key = &entry.session_key;
         let stop =
             || async { self.inner.store.get_entry(key).await.ok().flatten().is_some_and(|e| e.interrupt_requested || !e.holds(fence)) };
-        let leased = agent::Leased { entry, path, read, signal: self.inner.live.stop_signal(key) };
+        let leased = Leased { entry, path, read, signal: self.inner.live.stop_signal(key) };
         match tokio::time::timeout(budget, agent::run_leased(self, spec, Some(leased), stop)).await {
             Ok(r) => r,
             Err(_) => {

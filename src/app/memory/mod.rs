@@ -9,7 +9,8 @@
 //! is last-writer-wins between two processes writing within the same instant, after both
 //! verified — a window of one store round trip, for a record written a few times a session.
 
-use crate::app::tools::{ToolCtx, TurnKind};
+use crate::app::tools::ToolCtx;
+use crate::app::types::TurnKind;
 use crate::app::{App, AppError};
 use crate::config::MemorySettings;
 use crate::core::ids::{Origin, SessionId};
@@ -29,22 +30,6 @@ const FLUSH_BUDGET: Duration = Duration::from_secs(60);
 
 /// Name of a session's frozen snapshot note (`TurnStore`; read with its transcript).
 pub(in crate::app) const SNAPSHOT_NOTE: &str = "memory_snapshot";
-
-/// Whether the store is on in the settings.
-pub(crate) fn enabled(m: &MemorySettings, t: Target) -> bool {
-    match t {
-        Target::Memory => m.memory_enabled,
-        Target::User => m.user_profile_enabled,
-    }
-}
-
-/// The store's char limit.
-pub(crate) fn limit(m: &MemorySettings, t: Target) -> usize {
-    match t {
-        Target::Memory => m.memory_char_limit,
-        Target::User => m.user_char_limit,
-    }
-}
 
 impl App {
     fn memory_settings(&self) -> &MemorySettings {
@@ -98,7 +83,7 @@ impl App {
 
     /// Applies one op for the `memory` tool: Hermes' success result, or the refusal text.
     pub(in crate::app) async fn memory_apply(&self, t: Target, op: &Op) -> Result<Result<Value, String>, AppError> {
-        let lim = limit(self.memory_settings(), t);
+        let lim = self.memory_settings().limit(t);
         self.memory_write(t, |entries| {
             let applied = memory::apply(entries, op, lim)?;
             let after = applied.entries.clone().unwrap_or_else(|| entries.to_vec());
@@ -158,8 +143,8 @@ impl App {
     async fn render_snapshot(&self) -> Result<String, AppError> {
         let m = self.memory_settings();
         let mut blocks = Vec::new();
-        for t in Target::ALL.into_iter().filter(|t| enabled(m, *t)) {
-            let b = memory::render_block(t, &self.memory_load(t).await?.entries, limit(m, t));
+        for t in Target::ALL.into_iter().filter(|t| m.enabled(*t)) {
+            let b = memory::render_block(t, &self.memory_load(t).await?.entries, m.limit(t));
             if !b.is_empty() {
                 blocks.push(b);
             }
@@ -197,7 +182,7 @@ impl App {
         }
         let now = self.inner.clock.now();
         let mut live = Vec::new();
-        for t in Target::ALL.into_iter().filter(|t| enabled(m, *t)) {
+        for t in Target::ALL.into_iter().filter(|t| m.enabled(*t)) {
             live.push((t, self.memory_load(t).await?.entries));
         }
         let mut prompt = vec![Message::text(Role::System, self.chat_system_prompt(session).await, now)];
@@ -253,10 +238,10 @@ impl Memory {
         let mut out = json!({});
         for t in Target::ALL {
             let entries = self.app.memory_load(t).await?.entries;
-            let lim = limit(m, t);
+            let lim = m.limit(t);
             out[t.as_str()] = json!({
                 "entries": entries, "chars": memory::char_count(&entries), "limit": lim,
-                "usage": memory::usage(&entries, lim), "enabled": enabled(m, t),
+                "usage": memory::usage(&entries, lim), "enabled": m.enabled(t),
             });
         }
         Ok(out)
@@ -267,7 +252,7 @@ impl Memory {
         let m = self.app.memory_settings();
         let mut out = Vec::new();
         for t in Target::ALL {
-            out.push((t, self.app.memory_load(t).await?.entries, limit(m, t)));
+            out.push((t, self.app.memory_load(t).await?.entries, m.limit(t)));
         }
         Ok(out)
     }
@@ -279,7 +264,7 @@ impl Memory {
         let mut clean = Vec::new();
         for (t, entries) in stores {
             let entries = memory::split_entries(&entries.join(memory::ENTRY_DELIMITER));
-            memory::check_limit(*t, &entries, limit(m, *t)).map_err(AppError::BadRequest)?;
+            memory::check_limit(*t, &entries, m.limit(*t)).map_err(AppError::BadRequest)?;
             clean.push((*t, entries));
         }
         for (t, entries) in clean {

@@ -155,7 +155,7 @@ impl App {
         crate::app::crash::crash_point("turn:user_stored");
         self.inner.live.register(&key, &token, &entry.origin);
         // After the register, so a drain that starts now waits for this turn.
-        crate::app::accept::accepted();
+        crate::app::sessions::accept::accepted();
         let report = match self.one_turn_replying(&entry, msg.reply, sink).await {
             Ok(r) => r,
             Err(e) => {
@@ -200,7 +200,7 @@ impl App {
         let token = lease.token.clone();
         next.grant(lease);
         next.origin = msg.origin.clone();
-        let mut msgs = crate::app::turns::pending_messages(&mut next);
+        let mut msgs = crate::app::turn::runner::pending_messages(&mut next);
         let mut user = Message::text(Role::User, msg.text.clone(), self.inner.clock.now());
         user.platform_message_id = msg.message_id.clone();
         user.attachments = msg.attachments.clone();
@@ -338,7 +338,7 @@ impl App {
             }
         };
         crate::app::crash::crash_point("queue:stored");
-        crate::app::accept::accepted();
+        crate::app::sessions::accept::accepted();
         out.queued = true;
         out.busy = true;
         out.position = Some(position);

@@ -1,0 +1,72 @@
+//! What the files of `jobs` share: the job preamble, the `[SILENT]` rule, run ids, and the
+//! run's start and owed writes ([`RunStart`], [`Tail`]). It imports no other file of `jobs`.
+
+use crate::core::ids::SessionId;
+use crate::core::job::Occurrence;
+use crate::core::session::Message;
+use crate::ports::RunAppend;
+use chrono::{DateTime, Utc};
+
+/// The preamble of every job run.
+pub const PREAMBLE: &str = "You are running as a scheduled job, not in a live conversation. Your final answer is delivered \
+automatically to the job's targets, so write it as the finished message. If there is nothing worth reporting, answer exactly [SILENT].";
+
+/// Whether an answer means "nothing to report": `[SILENT]` as the whole answer, or as its
+/// first or last line.
+pub fn is_silent(answer: &str) -> bool {
+    let t = answer.trim();
+    let first = t.lines().next().map(str::trim);
+    let last = t.lines().last().map(str::trim);
+    t == "[SILENT]" || first == Some("[SILENT]") || last == Some("[SILENT]")
+}
+
+pub(in crate::app) fn run_id(occ: &Occurrence, now: DateTime<Utc>) -> String {
+    format!(
+        "{}-{}-{:06x}",
+        occ.job_id,
+        occ.fire_at.format("%Y%m%dT%H%M%SZ"),
+        (now.timestamp_subsec_micros() ^ rand::random::<u32>()) & 0xff_ffff
+    )
+}
+
+/// A job run's fresh session and its first message (the prompt), written with the claim.
+pub(in crate::app) struct RunStart {
+    /// `cron_<job_id>_<fire_at in the configured zone>`.
+    pub session_id: SessionId,
+    /// The prompt message, or why it could not be built (an unreadable skill).
+    pub prompt: Result<Message, String>,
+    /// When the run started (the claim's time).
+    pub started: DateTime<Utc>,
+}
+
+impl RunStart {
+    /// The prompt as the first message of the fresh session, if there is one.
+    pub fn append(&self) -> Option<RunAppend> {
+        let msg = self.prompt.as_ref().ok()?;
+        Some(RunAppend { session_id: self.session_id.clone(), after: 0, messages: vec![msg.clone()] })
+    }
+}
+
+/// Writes a run still owes, carried to its delivery's ledger write or to its finish.
+#[derive(Debug, Default)]
+pub(in crate::app) struct Tail {
+    /// Ledger rows to set, as `(target key, status)`.
+    pub ledger: Vec<(String, String)>,
+    /// The answer, until a write stores it.
+    pub append: Option<RunAppend>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_silent;
+
+    #[test]
+    fn silent_rules() {
+        assert!(is_silent("[SILENT]"));
+        assert!(is_silent("  [SILENT]\n"));
+        assert!(is_silent("[SILENT]\nnothing new today"));
+        assert!(is_silent("checked everything\n[SILENT]"));
+        assert!(!is_silent("The answer mentions [SILENT] inline"));
+        assert!(!is_silent(""));
+    }
+}
