@@ -127,3 +127,24 @@ async fn auto_with_a_local_base_url_reaches_the_local_server_not_the_cloud_key_s
     assert!(log.contains(r#"provider="custom""#) && log.contains(r#"wire="openai-chat""#), "{log}");
     assert!(!log.contains("sk-ant-cloud-key"), "a secret in the log: {log}");
 }
+
+/// The `previous_exit` the startup sweep logged, once it has (bounded wait).
+async fn previous_exit(gw: &Logged) -> String {
+    wait_until(10, || gw.log().contains("startup recovery sweep")).await;
+    let log = gw.log();
+    let line = log.lines().find(|l| l.contains("startup recovery sweep")).unwrap_or_default().to_string();
+    line.split("previous_exit=").nth(1).and_then(|r| r.split('"').nth(1)).unwrap_or_default().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_serve_on_a_fresh_home_logs_a_first_start_not_an_unclean_exit() {
+    let home = TempHome::new("first-start");
+    let gw = Logged::start(home.path(), &[]);
+    assert_eq!(previous_exit(&gw).await, "none (first start)", "{}", gw.log());
+    gw.stop();
+    let gw = Logged::start(home.path(), &[]);
+    assert_eq!(previous_exit(&gw).await, "clean", "{}", gw.log());
+    drop(gw); // SIGKILL: no drain, no marker
+    let gw = Logged::start(home.path(), &[]);
+    assert_eq!(previous_exit(&gw).await, "unclean", "a crash after the first start is still one: {}", gw.log());
+}
