@@ -276,3 +276,47 @@ fn a_locked_state_db_imports_nothing() {
     refused(&src, "is locked by another process");
     c.execute_batch("ROLLBACK;").unwrap();
 }
+
+#[test]
+fn the_hermes_config_is_copied_when_this_home_has_none_and_doctor_shows_it() {
+    let src = hermes_home();
+    let hermes_config = include_str!("fixtures/hermes-cli-config.yaml");
+    src.write("config.yaml", hermes_config);
+    let home = TempHome::new("import-config");
+    let to = home.path().join("config.yaml");
+    let o = cli(home.path(), &["import", src.path().to_str().unwrap()], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains(&format!("config.yaml:    copied to {}", to.display())), "{}", stdout(&o));
+    assert_eq!(std::fs::read_to_string(&to).unwrap(), hermes_config);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&to).unwrap().permissions().mode() & 0o777, 0o600, "it may hold an inline key");
+    }
+    let doctor = stdout(&cli(home.path(), &["doctor"], &[]));
+    assert!(doctor.contains(&format!("config:   {}", to.display())), "{doctor}");
+    assert!(doctor.contains("ignored:  ") && doctor.contains("terminal"), "the Hermes file is the one read: {doctor}");
+    // Again: nothing to copy, and it says so.
+    let o = cli(home.path(), &["import", src.path().to_str().unwrap()], &[]);
+    assert!(stdout(&o).contains("config.yaml:    already in place"), "{}", stdout(&o));
+    // A home with a config of its own keeps it, and says why the Hermes one was not copied.
+    let own = TempHome::new("import-config-own");
+    own.write("config.yaml", "timezone: Europe/Berlin\n");
+    let o = cli(own.path(), &["import", src.path().to_str().unwrap()], &[]);
+    let out = stdout(&o);
+    assert!(out.contains("config.yaml:    not copied: this home already reads") && out.contains("kept it"), "{out}");
+    assert_eq!(std::fs::read_to_string(own.path().join("config.yaml")).unwrap(), "timezone: Europe/Berlin\n");
+    // A Hermes config that does not load here is not copied; with --json stdout stays the counts.
+    let bad = hermes_home();
+    bad.write("config.yaml", "display: {busy_input_mode: shout}\n");
+    let fresh = TempHome::new("import-config-bad");
+    let o = cli(fresh.path(), &["import", bad.path().to_str().unwrap(), "--json"], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(serde_json::from_str::<Value>(stdout(&o).trim()).is_ok(), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("config.yaml not copied: it does not load here") && stderr(&o).contains("busy_input_mode"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!fresh.path().join("config.yaml").exists() && !fresh.path().join(".config.yaml.import").exists());
+}

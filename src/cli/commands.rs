@@ -49,7 +49,8 @@ pub async fn dispatch(cmd: Command, home: PathBuf, cfg: Loaded) -> anyhow::Resul
         Command::Doctor { create_table } => Ok(doctor(&home, cfg, create_table).await),
         Command::Import { hermes_home, json } => {
             let src = hermes_home.unwrap_or_else(|| super::import::default_source(&crate::config::Env::from_process()));
-            super::import::run(runtime::build_app(&home, cfg).await?, &src, json).await
+            let in_use = cfg.file.clone();
+            super::import::run(runtime::build_app(&home, cfg).await?, &src, in_use.as_deref(), json).await
         }
     }
 }

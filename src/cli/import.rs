@@ -1,7 +1,8 @@
 //! `hermes-zero import [HERMES_HOME]` (docs/design.md#hermes): checks Hermes' `state.db` first (so a
 //! file of another schema version, or a locked or corrupt one, imports nothing), then copies
-//! SOUL.md, skills, jobs.json (and syncs it) and the memory files, then imports every session
-//! with its messages. Prints counts; a second run adds nothing.
+//! SOUL.md, skills, jobs.json (and syncs it), the memory files and — when this home has none —
+//! `config.yaml` (once it loads here), then imports every session with its messages. Prints
+//! counts and what became of the config; a second run adds nothing.
 
 use crate::app::App;
 use crate::app::sessions::import::{Copied, SessionImport, copy_file, copy_skills, env_names, memory_entries};
@@ -25,8 +26,9 @@ pub fn default_source(env: &crate::config::Env) -> PathBuf {
     env.get("HOME").map_or_else(|| PathBuf::from(".hermes"), |h| PathBuf::from(h).join(".hermes"))
 }
 
-/// Runs the import from `src` into the app's home and store.
-pub async fn run(app: App, src: &Path, json: bool) -> anyhow::Result<ExitCode> {
+/// Runs the import from `src` into the app's home and store; `config_in_use` is the config
+/// file this run loaded, if any.
+pub async fn run(app: App, src: &Path, config_in_use: Option<&Path>, json: bool) -> anyhow::Result<ExitCode> {
     if !src.is_dir() {
         eprintln!("hermes-zero: no Hermes home at {} (pass its path: hermes-zero import DIR)", src.display());
         return Ok(ExitCode::FAILURE);
@@ -48,6 +50,7 @@ pub async fn run(app: App, src: &Path, json: bool) -> anyhow::Result<ExitCode> {
         None
     };
     let mut counts = Counts::default();
+    let config = copy_config(src, app.home(), config_in_use)?;
     let mut notes = copy_files(&app, src, &mut counts).await?;
     if let Some((state, sessions)) = state {
         for s in &sessions {
@@ -74,7 +77,37 @@ pub async fn run(app: App, src: &Path, json: bool) -> anyhow::Result<ExitCode> {
         eprintln!("note: {n}");
     }
     print_counts(src, &counts, json)?;
+    match config {
+        Some(line) if json => eprintln!("note: config.yaml {line}"),
+        Some(line) => println!("  config.yaml:    {line}"),
+        None => {}
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Copies Hermes' `config.yaml` into `home` when this home has none and this run read none:
+/// only a file that loads here (a Hermes config loads unchanged, CONTRACT §9), written
+/// privately (it may hold an inline key) and whole (a temporary file renamed). Returns what
+/// happened, in words (None: Hermes' home has no config.yaml).
+fn copy_config(src: &Path, home: &Path, in_use: Option<&Path>) -> anyhow::Result<Option<String>> {
+    let from = src.join("config.yaml");
+    let Ok(text) = std::fs::read_to_string(&from) else { return Ok(None) };
+    let to = home.join("config.yaml");
+    if let Some(used) = in_use.or_else(|| to.exists().then_some(to.as_path())) {
+        let same = std::fs::read_to_string(used).is_ok_and(|t| t == text);
+        return Ok(Some(if same {
+            format!("already in place ({} has the same content)", used.display())
+        } else {
+            format!("not copied: this home already reads {} (kept it; compare it with {})", used.display(), from.display())
+        }));
+    }
+    if let Err(e) = crate::config::load_settings(home, Some(&from), &crate::config::Env::from_process()) {
+        return Ok(Some(format!("not copied: it does not load here ({e})")));
+    }
+    let tmp = home.join(".config.yaml.import");
+    crate::runtime::private::write_private(&tmp, &text)?;
+    std::fs::rename(&tmp, &to)?;
+    Ok(Some(format!("copied to {} (doctor shows what it sets)", to.display())))
 }
 
 /// The note about Hermes' `.env`: never copied; the names (never the values) to set here.
