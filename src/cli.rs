@@ -7,6 +7,7 @@ mod cron;
 mod import;
 mod mcp;
 mod memory;
+mod pairing;
 mod setup;
 
 use clap::{Parser, Subcommand};
@@ -69,6 +70,12 @@ pub enum Command {
         /// Sub-command.
         #[command(subcommand)]
         action: MemoryCmd,
+    },
+    /// DM pairing: pending codes, approving them, revoking users (docs/pairing.md).
+    Pairing {
+        /// Sub-command.
+        #[command(subcommand)]
+        action: PairingCmd,
     },
     /// The configured MCP servers (`mcp_servers`).
     Mcp {
@@ -227,6 +234,31 @@ pub enum MemoryCmd {
         /// Apply this file instead of opening an editor (`-` reads stdin).
         #[arg(long, value_name = "PATH")]
         file: Option<PathBuf>,
+    },
+}
+
+/// `pairing` sub-commands.
+#[derive(Debug, Subcommand)]
+pub enum PairingCmd {
+    /// Pending codes and approved users of every platform.
+    List {
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve a code an unknown DM sender was given: they are allowed from now on.
+    Approve {
+        /// Platform (telegram, discord, slack, whatsapp, …).
+        platform: String,
+        /// The code from their chat.
+        code: String,
+    },
+    /// Remove an approved user.
+    Revoke {
+        /// Platform.
+        platform: String,
+        /// Their user id.
+        user: String,
     },
 }
 

@@ -15,7 +15,8 @@
 //!   no `config`: config parses into core's types.
 //! - [`ports`]: the traits the app needs, one file each under `src/ports/` — `Store` (split by
 //!   concern: `SessionStore`, `QueueStore`, `JobStore`, `LedgerStore`, `MetaStore`), `Llm`,
-//!   `Delivery`, `Timers`, `JwksSource`, `Clock`.
+//!   `Delivery`, `Timers`, `JwksSource`, `Transcriber`, `Fetcher`/`Resolve` (the web tools),
+//!   `McpConnector`/`McpSession` (MCP servers), `Clock`.
 //! - [`app`]: use cases written against ports only, one folder (room) per use case, each with
 //!   a module doc — `app::sessions` (a chat message, commands, media, import), `app::turn`
 //!   (one agent turn under a lease: model loop, context, streaming), `app::jobs` (CRUD, sync,
@@ -32,7 +33,9 @@
 //!   (`docs/design.md#add-channel`); the API's normalization.
 //! - [`clients`]: outbound adapters — OpenAI-compatible, Anthropic and offline models (and the
 //!   fallback chain over them), the Chronos NAS, JWKS, EventBridge Scheduler (feature `aws`),
-//!   MCP servers, speech to text.
+//!   MCP servers (`clients::mcp`), the web tools' pinned-address fetcher (`clients::fetch`),
+//!   speech to text. `app` imports none of them; `tests/architecture.rs` checks this rule and
+//!   the others of this map (core, http, cli).
 //! - [`http`]: the one router (`http::router`, webhook routes generated from the channel
 //!   registry), extractors (API key, the fire token in `http::fire_auth`), error mapping, and
 //!   the dashboard page (`http/ui/`, served by `routes::ui`). Imports no `clients`.

@@ -13,6 +13,31 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+/// The built-in tools' real upstreams, as `runtime` wires them (for tests inside `app`, which
+/// may not name the adapters).
+pub fn tool_ports() -> crate::app::tools::ToolPorts {
+    crate::runtime::tool_ports()
+}
+
+/// The real MCP connector, as `runtime` wires it (for tests inside `app`).
+pub fn mcp_connector() -> Arc<dyn crate::ports::McpConnector> {
+    Arc::new(crate::clients::mcp::RmcpConnector)
+}
+
+/// Chronos timers on the NAS agent-cron API at `nas_url` (token `t`), firing at `fire_url`:
+/// the adapter `runtime` wires for `cron.provider: chronos` (for tests inside `app`).
+pub fn chronos_timers(nas_url: &str, fire_url: &str) -> Arc<dyn crate::ports::Timers> {
+    use crate::clients::nas::{ChronosTimers, NasClient};
+    Arc::new(ChronosTimers::new(NasClient::new(nas_url, "t".to_string().into()), fire_url))
+}
+
+/// The Telegram channel of `loaded` on an HTTP client that gives up on an answer after
+/// `answer_timeout` (for tests inside `app` of a lost answer).
+pub fn telegram_channels(loaded: &Loaded, answer_timeout: std::time::Duration) -> crate::channels::Channels {
+    let http = crate::clients::http_client(answer_timeout);
+    crate::channels::Channels::default().with(crate::channels::telegram::Telegram::from_config(loaded, http))
+}
+
 /// A model that answers `reply` at once and counts its calls.
 pub struct CountingLlm {
     calls: AtomicUsize,
@@ -159,10 +184,11 @@ impl TestApp {
             llm: self.llm,
             clock: self.clock.unwrap_or_else(|| Arc::new(ManualClock::new(self.now))),
             timers: self.timers.unwrap_or_else(|| Arc::new(crate::ports::PollingTimers)),
-            tools: Arc::new(crate::app::tools::builtin()),
+            tools: Arc::new(crate::app::tools::builtin(&tool_ports())),
             owner: self.owner,
             jwks: Arc::new(crate::clients::jwks::HttpJwks::default()),
             stt,
+            mcp: mcp_connector(),
         })
     }
 }

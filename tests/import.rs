@@ -84,6 +84,13 @@ fn hermes_home() -> TempHome {
     h.write("memories/MEMORY.md", "User's server runs Debian 12\n§\nDeploys go through fly.io\nwith two regions\n");
     h.write("memories/USER.md", "Prefers short answers\n");
     h.write("SOUL.md", "You are Hermes.\n");
+    // Hermes' approved DM pairing lists, in the legacy and the new place (gateway/pairing.py).
+    h.write(
+        "pairing/telegram-approved.json",
+        r#"{"111": {"user_name": "Ann", "approved_at": 1767261600.5}, "222": {"user_name": "Bob", "approved_at": 1767261700}}"#,
+    );
+    h.write("pairing/telegram-pending.json", r#"{"ab12": {"hash": "x", "salt": "00", "user_id": "333", "created_at": 1}}"#);
+    h.write("platforms/pairing/discord-approved.json", r#"{"9001": {"user_name": "Cy", "approved_at": 1767261800}}"#);
     h.write(".env", "# keys\nOPENROUTER_API_KEY=sk-or-very-secret\nTELEGRAM_BOT_TOKEN=1:abc\n");
     h
 }
@@ -95,12 +102,35 @@ fn import(home: &TempHome, src: &std::path::Path) -> std::process::Output {
 /// Imports `hermes_home()` into `home` (whose store `envs` choose) and checks everything the
 /// import must show: counts, files, `sessions list`/`show` (ids, titles, times, order), the
 /// synced jobs, and that a second run adds nothing.
+/// Makes every file of `dir` world-readable (0644) and every directory 0755, as a Hermes
+/// home often is: the import must not carry those modes over.
+#[cfg(unix)]
+fn open_modes(dir: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let open = if e.file_type().unwrap().is_dir() { 0o755 } else { 0o644 };
+        std::fs::set_permissions(e.path(), std::fs::Permissions::from_mode(open)).unwrap();
+        if e.file_type().unwrap().is_dir() {
+            open_modes(&e.path());
+        }
+    }
+}
+
 fn imports_once(home: &std::path::Path, src: &std::path::Path, envs: &[(&str, &str)]) {
     let run = |args: &[&str]| cli(home, args, envs);
+    #[cfg(unix)]
+    open_modes(src);
     let o = run(&["import", src.to_str().unwrap(), "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let counts: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
-    assert_eq!(counts, json!({"sessions": 3, "messages": 7, "jobs": 2, "skills": 1, "memory_entries": 3}));
+    assert_eq!(counts, json!({"sessions": 3, "messages": 7, "jobs": 2, "skills": 1, "memory_entries": 3, "paired_users": 3}));
+    // The approved users are approved here (pending codes are not brought over).
+    let paired: Value = serde_json::from_str(&stdout(&run(&["pairing", "list", "--json"]))).unwrap();
+    let mut users: Vec<(&str, &str)> =
+        paired["approved"].as_array().unwrap().iter().map(|a| (a["platform"].as_str().unwrap(), a["user_id"].as_str().unwrap())).collect();
+    users.sort();
+    assert_eq!(users, [("discord", "9001"), ("telegram", "111"), ("telegram", "222")], "{paired}");
+    assert!(paired["pending"].as_array().unwrap().is_empty(), "{paired}");
     // The .env is never copied; its variable names (never values) are listed.
     let err = stderr(&o);
     assert!(err.contains("OPENROUTER_API_KEY") && err.contains("TELEGRAM_BOT_TOKEN"), "{err}");
@@ -111,6 +141,18 @@ fn imports_once(home: &std::path::Path, src: &std::path::Path, envs: &[(&str, &s
     assert!(home.join("skills/news/SKILL.md").is_file() && home.join("skills/news/references/sources.md").is_file());
     assert!(!home.join("skills/.hub").exists());
     assert!(home.join("memories/MEMORY.md").is_file() && home.join("memories/USER.md").is_file());
+    // Imported files are private (0600, their new directories 0700), whatever the source's modes.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &str| std::fs::metadata(home.join(p)).unwrap().permissions().mode() & 0o777;
+        for f in ["SOUL.md", "memories/MEMORY.md", "memories/USER.md", "skills/news/SKILL.md", "skills/news/references/sources.md"] {
+            assert_eq!(mode(f), 0o600, "{f}");
+        }
+        for d in ["memories", "skills/news", "skills/news/references"] {
+            assert_eq!(mode(d), 0o700, "{d}");
+        }
+    }
     // Sessions: listed with their ids and titles.
     let list: Vec<Value> = serde_json::from_str(&stdout(&run(&["sessions", "list", "--json"]))).unwrap();
     let mut ids: Vec<(&str, &Value)> = list.iter().map(|e| (e["session_id"].as_str().unwrap(), &e["title"])).collect();
@@ -146,7 +188,7 @@ fn imports_once(home: &std::path::Path, src: &std::path::Path, envs: &[(&str, &s
     let o = run(&["import", src.to_str().unwrap(), "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let again: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
-    assert_eq!(again, json!({"sessions": 0, "messages": 0, "jobs": 0, "skills": 0, "memory_entries": 0}));
+    assert_eq!(again, json!({"sessions": 0, "messages": 0, "jobs": 0, "skills": 0, "memory_entries": 0, "paired_users": 0}));
     let show2: Value = serde_json::from_str(&stdout(&run(&["sessions", "show", "20260101_100000_a1b2c3d4", "--json"]))).unwrap();
     assert_eq!(show2["messages"].as_array().unwrap().len(), 4);
     let list2: Vec<Value> = serde_json::from_str(&stdout(&run(&["sessions", "list", "--json"]))).unwrap();
@@ -221,7 +263,7 @@ async fn a_hermes_home_imports_into_dynamodb() {
         let o = cli(home.path(), &["import", src.path().to_str().unwrap(), "--json"], &envs);
         assert!(o.status.success(), "{}", stderr(&o));
         let counts: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
-        assert_eq!(counts, json!({"sessions": 1, "messages": 250, "jobs": 0, "skills": 0, "memory_entries": 0}));
+        assert_eq!(counts, json!({"sessions": 1, "messages": 250, "jobs": 0, "skills": 0, "memory_entries": 0, "paired_users": 0}));
         let show: Value = serde_json::from_str(&stdout(&cli(home.path(), &["sessions", "show", long, "--json"], &envs))).unwrap();
         let got: Vec<&str> = show["messages"].as_array().unwrap().iter().map(|m| m["content"].as_str().unwrap()).collect();
         let want: Vec<String> = (0..250).map(|i| format!("m{i:03}")).collect();
@@ -229,7 +271,7 @@ async fn a_hermes_home_imports_into_dynamodb() {
         assert_eq!(show["session"]["title"], "Long chat");
         let o = cli(home.path(), &["import", src.path().to_str().unwrap(), "--json"], &envs);
         let again: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
-        assert_eq!(again, json!({"sessions": 0, "messages": 0, "jobs": 0, "skills": 0, "memory_entries": 0}));
+        assert_eq!(again, json!({"sessions": 0, "messages": 0, "jobs": 0, "skills": 0, "memory_entries": 0, "paired_users": 0}));
         let list: Vec<Value> = serde_json::from_str(&stdout(&cli(home.path(), &["sessions", "list", "--json"], &envs))).unwrap();
         assert_eq!(list.len(), 4, "{list:?}");
         assert_eq!(list[0]["session_id"], long, "most recent first");

@@ -90,6 +90,11 @@ fn cli_add_list_pause_resume_remove_and_bad_schedules() {
     assert!(jobs_json(&home).is_empty());
     let o = cli(home.path(), &["cron", "run", "nope"], &[]);
     assert_eq!(o.status.code(), Some(1));
+    // The delivery policy (docs/who-sees-what.md): a chat nobody allowed is refused, nothing stored.
+    let o = cli(home.path(), &["cron", "add", "every 2h", "x", "--deliver", "telegram:999"], &[]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("delivery to `telegram:999` is not allowed"), "{}", stderr(&o));
+    assert!(jobs_json(&home).is_empty());
 }
 
 fn job_home(tag: &str, llm: &FakeLlm, tg: &FakeTelegram, extra: &str) -> TempHome {
@@ -191,7 +196,8 @@ async fn discord_delivery_splits_at_2000_and_uses_the_bot_token() {
     let home =
         job_home("discord", &llm, &tg, &format!("cron:\n  wrap_response: false\nplatforms:\n  discord:\n    api_base: {}\n", dc.url));
     // The telegram block in config() and this discord block are merged by YAML only if written once; write both here.
-    home.write("config.yaml", &format!("model:\n  provider: openai\n  base_url: {}\n  name: m\ncron:\n  wrap_response: false\nplatforms:\n  discord:\n    api_base: {}\n", llm.url, dc.url));
+    // discord:555 is a channel the operator lists for the delivery policy (docs/who-sees-what.md).
+    home.write("config.yaml", &format!("model:\n  provider: openai\n  base_url: {}\n  name: m\ncron:\n  wrap_response: false\ndelivery:\n  allow_targets: ['discord:555']\nplatforms:\n  discord:\n    api_base: {}\n", llm.url, dc.url));
     assert!(cli(home.path(), &["cron", "add", "every 1h", "review", "--name", "rev", "--deliver", "discord:555"], &[]).status.success());
     let o = cli(home.path(), &["cron", "run", "rev"], &[]);
     assert!(stdout(&o).contains(": ok"), "{} {}", stdout(&o), stderr(&o));
@@ -238,7 +244,8 @@ async fn serve_ticker_runs_due_jobs_and_the_cronjob_tool_creates_them() {
     let tool_result = llm.requests()[1]["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_string();
     assert!(tool_result.contains("\"created\""), "{tool_result}");
     let (_, full) = gw.get("/api/jobs/water").await;
-    assert_eq!(full["job"]["origin"], json!({"platform": "telegram", "chat_id": "42"}));
+    // The chat and the user who made it (its runs search as them, docs/who-sees-what.md).
+    assert_eq!(full["job"]["origin"], json!({"platform": "telegram", "chat_id": "42", "user_id": "42", "chat_type": "dm"}));
     drop(gw);
     // Two hours later the ticker of a running `serve` fires it to the origin chat.
     let _gw = Gateway::start(home.path(), &[("HERMES_CLOCK_OFFSET_SECS", "7300")]);
@@ -278,6 +285,12 @@ async fn rest_api_manages_jobs() {
     let r = c.post(url("/api/jobs")).bearer_auth(&gw.key).json(&json!({"schedule": "nope", "prompt": "x"})).send().await.unwrap();
     assert_eq!(r.status(), 400);
     assert!(r.json::<Value>().await.unwrap()["error"].as_str().unwrap().contains("accepted forms"));
+    // The delivery policy: a chat nobody allowed is a 400, and no job is made.
+    let body = json!({"id": "leak", "schedule": "every 1h", "prompt": "x", "deliver": "telegram:999"});
+    let r = c.post(url("/api/jobs")).bearer_auth(&gw.key).json(&body).send().await.unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(r.json::<Value>().await.unwrap()["error"].as_str().unwrap().contains("not allowed"));
+    assert_eq!(c.get(url("/api/jobs/leak")).bearer_auth(&gw.key).send().await.unwrap().status(), 404);
     let r = c.patch(url("/api/jobs/standup")).bearer_auth(&gw.key).json(&json!({"prompt": "daily standup"})).send().await.unwrap();
     assert_eq!(r.json::<Value>().await.unwrap()["job"]["prompt"], "daily standup");
     let r = c.post(url("/api/jobs/standup/pause")).bearer_auth(&gw.key).send().await.unwrap();

@@ -729,8 +729,8 @@ fn epoch_secs() -> u64 {
 }
 
 /// One function, many agents (docs/design.md#profiles): `/p/a/…` is profile a's app with
-/// a's key from its `.env`; the function's own key does not open it, an unknown profile is
-/// 404, and a's session is not in main's list.
+/// a's key from its `.env`; the function's own key does not open it, an unknown profile
+/// answers as a wrong key does (401), and a's session is not in main's list.
 #[tokio::test]
 async fn lambda_routes_a_profile_by_path() {
     let llm = FakeLlm::start().await;
@@ -748,8 +748,10 @@ async fn lambda_routes_a_profile_by_path() {
     assert_eq!(body_json(&resp)["session_key"], json!("agent:a:api:dm:c1"), "{resp}");
     let (_, resp) = f.invoke(function_url("POST", "/p/a/api/messages", headers(API_KEY), Some(msg.clone()), false)).await;
     assert_eq!(resp["statusCode"], json!(401), "the function's own key is not a's: {resp}");
+    let (_, refused) = f.invoke(function_url("POST", "/p/a/api/messages", headers("key-b"), Some(msg.clone()), false)).await;
     let (_, resp) = f.invoke(function_url("POST", "/p/ghost/api/messages", headers("key-a"), Some(msg), false)).await;
-    assert_eq!((resp["statusCode"].clone(), body_json(&resp)["error"].is_string()), (json!(404), true), "{resp}");
+    assert_eq!((resp["statusCode"].clone(), body_json(&resp)["error"].is_string()), (json!(401), true), "{resp}");
+    assert_eq!(body_json(&resp), body_json(&refused), "an unknown profile answers as a wrong key does");
     let (_, resp) = f.invoke(function_url("GET", "/api/sessions", headers(API_KEY), None, false)).await;
     assert_eq!(resp["statusCode"], json!(200), "{resp}");
     assert!(!body_json(&resp).to_string().contains("agent:a:"), "main does not list a's session: {resp}");

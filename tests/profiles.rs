@@ -172,19 +172,21 @@ async fn one_serve_routes_many_profiles_apart() {
     let sid_m = v["session_id"].as_str().unwrap().to_string();
     assert!(sid_a != sid_b && sid_b != sid_m && sid_a != sid_m);
 
-    // Each route takes only its own profile's key; unknown or invalid profiles are 404.
+    // Each route takes only its own profile's key.
     for (path, key) in
         [("/p/a/api/messages", "key-b"), ("/p/a/api/messages", API_KEY), ("/p/b/api/messages", "key-a"), ("/api/messages", "key-a")]
     {
         let (s, v) = post(path, key, msg("intruder")).await;
         assert_eq!(s, 401, "{path} with {key}: {v}");
     }
+    // Unknown or invalid profiles answer as a wrong key does (tests/profile_gate.rs).
+    let refused = post("/p/a/api/messages", "key-b", msg("x")).await;
     for path in ["/p/zz/api/messages", "/p/Bad!/api/messages", "/p/a%2Fb/api/messages", "/p//api/messages"] {
-        let (s, v) = post(path, "key-a", msg("x")).await;
-        assert_eq!(s, 404, "{path}: {v}");
+        let answer = post(path, "key-a", msg("x")).await;
+        assert_eq!(answer, refused, "{path}");
     }
     let (s, v) = get("/p/nobody/api/sessions", "key-a").await;
-    assert_eq!((s, v["error"].is_string()), (404, true), "JSON like the other errors: {v}");
+    assert_eq!((s, v["error"].is_string()), (401, true), "JSON like the other errors: {v}");
     assert!(!home.path().join("profiles/nobody").exists(), "nothing created for an unknown profile");
 
     // Sessions and memory apart.

@@ -96,6 +96,7 @@ async fn no_secret_reaches_a_log_line_or_an_http_answer() {
     let h = home.path();
     let yaml = format!(
         "model:\n  provider: openai\n  base_url: {}\n  name: fake-model\n  timeout_seconds: 10\n\
+delivery:\n  allow_targets: ['discord:555']\n\
 platforms:\n  telegram:\n    api_base: {}\n    allowed_users: ['42']\n  discord:\n    api_base: {}\n{}",
         llm.url,
         tg.url,

@@ -84,6 +84,7 @@ async fn tg_call(
         "sendMessage" => Json(json!({"ok": true, "result": {"message_id": 1}})).into_response(),
         "deleteWebhook" => Json(json!({"ok": true, "result": true, "description": "Webhook was deleted"})).into_response(),
         "setWebhook" => Json(json!({"ok": true, "result": true, "description": "Webhook was set"})).into_response(),
+        "setMyCommands" => Json(json!({"ok": true, "result": true})).into_response(),
         "getWebhookInfo" => Json(json!({"ok": true, "result": {"url": "", "pending_update_count": 0}})).into_response(),
         _ => (StatusCode::NOT_FOUND, Json(json!({"ok": false, "error_code": 404, "description": "Not Found"}))).into_response(),
     }
@@ -263,6 +264,15 @@ async fn telegram_set_webhook_registers_the_url_with_the_secret() {
     assert_eq!(set.len(), 1);
     assert_eq!(set[0].0["url"], "https://bot.example.com/webhooks/telegram");
     assert_eq!(set[0].0["secret_token"], "hook-secret");
+    // The command menu: every chat command, Telegram's shape (1-32 lowercase chars, a description).
+    let menu = tg.calls("setMyCommands");
+    assert_eq!(menu.len(), 1);
+    let names: Vec<&str> = menu[0].0["commands"].as_array().unwrap().iter().map(|c| c["command"].as_str().unwrap()).collect();
+    assert_eq!(names, ["new", "reset", "stop", "queue", "status", "resume", "sessions", "usage", "whoami", "help"]);
+    for c in menu[0].0["commands"].as_array().unwrap() {
+        let (name, desc) = (c["command"].as_str().unwrap(), c["description"].as_str().unwrap());
+        assert!(name.len() <= 32 && name.chars().all(|ch| ch.is_ascii_lowercase()) && (1..=256).contains(&desc.len()), "{c}");
+    }
 
     // Refusals: no secret, plain http to a public host. Nothing reaches Telegram.
     let o = cli(home.path(), &["telegram", "set-webhook", "https://bot.example.com"], &[("TELEGRAM_WEBHOOK_SECRET", "")]);
@@ -313,7 +323,7 @@ async fn discord_register_commands_puts_the_handled_commands() {
     assert_eq!((puts[0].0.as_str(), puts[0].1.as_str()), ("app77/commands", "Bot dbot"));
     assert_eq!(puts[1].0, "app9/guilds/g5/commands");
     let names: Vec<&str> = puts[0].2.as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["ask", "new", "reset", "stop", "queue", "status", "resume", "help"]);
+    assert_eq!(names, ["ask", "new", "reset", "stop", "queue", "status", "resume", "sessions", "usage", "whoami", "help"]);
     let ask = &puts[0].2[0];
     assert_eq!(
         (ask["type"].as_u64(), ask["options"][0]["name"].as_str(), ask["options"][0]["required"].as_bool()),

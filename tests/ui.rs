@@ -417,7 +417,8 @@ async fn dashboard_in_headless_chromium() {
     require_browser();
     let llm = FakeLlm::start().await;
     let home = TempHome::new("ui");
-    home.write("config.yaml", &config(Some(&llm), None, "cron:\n  provider: builtin\n"));
+    // The second job delivers to a group the operator lists for the delivery policy.
+    home.write("config.yaml", &config(Some(&llm), None, "cron:\n  provider: builtin\ndelivery:\n  allow_targets: ['telegram:-100123']\n"));
     home.write("skills/greeter/SKILL.md", "---\nname: greeter\ndescription: Greets people\n---\nGreet warmly.\n");
     let gw = Gateway::start(home.path(), &[]);
     let (s, turn) = gw.post_message(json!({"chat_id": "ui-chat", "user_id": "u1", "text": "hello from the browser test"})).await;

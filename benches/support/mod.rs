@@ -75,9 +75,10 @@ pub fn app(dir: &std::path::Path, cfg: Loaded, store: Arc<dyn Store>) -> App {
         delivery: Arc::new(NoDelivery),
         clock: Arc::new(SystemClock),
         timers: Arc::new(PollingTimers),
-        tools: Arc::new(hermes_zero::app::tools::builtin()),
+        tools: Arc::new(hermes_zero::app::tools::builtin(&hermes_zero::runtime::tool_ports())),
         owner: None,
         jwks: Arc::new(hermes_zero::clients::jwks::HttpJwks::default()),
         stt: Arc::new(hermes_zero::ports::NoStt("benchmarks".into())),
+        mcp: Arc::new(hermes_zero::clients::mcp::RmcpConnector),
     })
 }

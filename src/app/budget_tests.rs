@@ -131,16 +131,15 @@ async fn nas(uri: axum::http::Uri, axum::extract::State(n): axum::extract::State
 
 #[tokio::test]
 async fn a_fire_under_chronos_arms_the_next_timer_once_and_reconciles_nothing() {
-    use crate::clients::nas::{ChronosTimers, NasClient};
     let fake = Nas::default();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let router = axum::Router::new().fallback(nas).with_state(fake.clone());
     tokio::spawn(async move { axum::serve(listener, router).await });
-    let timers = ChronosTimers::new(NasClient::new(&url, "t".to_string().into()), "http://agent.test/api/cron/fire");
+    let timers = crate::test_support::chronos_timers(&url, "http://agent.test/api/cron/fire");
     let now = Utc::now();
     let clock = Arc::new(ManualClock::new(now));
-    let app = TestApp::new(now).yaml("{}").clock(clock.clone()).timers(Arc::new(timers)).llm(CountingLlm::new("ok")).build();
+    let app = TestApp::new(now).yaml("{}").clock(clock.clone()).timers(timers).llm(CountingLlm::new("ok")).build();
     let spec = json!({"id": "j1", "schedule": "every 1h", "prompt": "p", "deliver": "local"});
     let s = crate::core::jobfile::parse_job(&spec, now, chrono_tz::UTC).unwrap();
     let job = Job { next_run_at: Some(now), ..Job::from_spec(&s, false, now, chrono_tz::UTC) };

@@ -23,6 +23,7 @@
 //! Knows no HTTP, SQL or vendor SDK: transports call in with parsed values, adapters are
 //! reached through `Arc<dyn Port>`.
 
+mod access;
 pub mod budget;
 mod cas;
 pub mod crash;
@@ -37,12 +38,14 @@ pub mod turn;
 mod types;
 pub mod usage;
 
+pub use crate::core::pairing::is_platform_name;
 pub use jobs::manage::{SKIPPED_JOBS_KEY, SyncReport};
 pub use jobs::status::LAST_TICK_KEY;
 pub use memory::Memory;
 pub use recovery::wake::Wake;
-pub use services::{Jobs, Recovery, Reset, Sessions};
-pub use sessions::inbound::{Inbound, Outcome, REFUSAL, ReplyPath};
+pub use services::{ApprovedView, Jobs, Paired, Pairing, PairingList, PendingView, Recovery, Reset, Sessions};
+pub use sessions::inbound::{Inbound, Outcome, ReplyPath};
+pub use sessions::pairing::REFUSAL;
 pub use tools::job_view;
 pub use types::{FireStatus, TurnKind};
 
@@ -119,6 +122,8 @@ pub struct Parts {
     pub jwks: Arc<dyn crate::ports::JwksSource>,
     /// Speech to text for voice notes.
     pub stt: Arc<dyn crate::ports::Transcriber>,
+    /// Opens sessions to the configured MCP servers.
+    pub mcp: Arc<dyn crate::ports::McpConnector>,
 }
 
 /// Use-case failures; mapped to HTTP in `http/error.rs`.
@@ -144,9 +149,9 @@ pub enum AppError {
 impl App {
     /// Builds the app from its parts (once per process, or per test).
     pub fn new(parts: Parts) -> Self {
-        let Parts { cfg, home, store, llm, delivery, timers, clock, tools, owner, jwks, stt } = parts;
+        let Parts { cfg, home, store, llm, delivery, timers, clock, tools, owner, jwks, stt, mcp } = parts;
         let fire_auth = jobs::fire_token::FireAuth::from_config(&cfg, jwks);
-        let mcp = tools::mcp::McpHub::from_settings(&cfg.settings, std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some());
+        let mcp = tools::mcp::McpHub::from_settings(&cfg.settings, std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some(), mcp);
         let mut live = recovery::Live::default();
         if let Some(owner) = owner {
             live.owner = owner;

@@ -130,8 +130,9 @@ impl App {
 
     /// The system prompt of a chat turn: SOUL.md (or the default) and the memory snapshot
     /// (`memory_system_prompt_from`), then the skills index when skills are installed.
+    #[cfg(test)]
     pub(in crate::app) async fn chat_system_prompt(&self, session: &crate::core::ids::SessionId) -> String {
-        self.chat_system_prompt_from(session, None).await
+        self.chat_system_prompt_from(session, None, None).await
     }
 
     /// [`App::chat_system_prompt`] with the session's snapshot note as the turn's folded read
@@ -140,8 +141,9 @@ impl App {
         &self,
         session: &crate::core::ids::SessionId,
         known: Option<Option<&str>>,
+        origin: Option<&crate::core::ids::Origin>,
     ) -> String {
-        let base = self.memory_system_prompt_from(session, known).await;
+        let base = self.memory_system_prompt_from(session, known, origin).await;
         let index = skill::index_prompt(&self.skills_index().await);
         if index.is_empty() { base } else { format!("{}\n\n{index}", base.trim_end()) }
     }

@@ -133,6 +133,37 @@ async fn commands_never_reach_the_model() {
     assert_eq!(k.llm.0.lock().unwrap().len(), calls);
 }
 
+#[tokio::test]
+async fn whoami_sessions_and_usage_answer_as_hermes_without_the_model() {
+    let k = kit("cron: {admin_users: ['api:u1']}\n", "2026-01-01T10:00:00Z");
+    k.app.handle_inbound(inbound("api", "hello")).await.unwrap();
+    let calls = k.llm.0.lock().unwrap().len();
+    let ask = |text: &str, user: &str| {
+        let mut m = inbound("api", text);
+        m.origin.user_id = Some(user.into());
+        m
+    };
+    let me = k.app.handle_inbound(ask("/whoami", "u1")).await.unwrap().reply.unwrap();
+    assert_eq!(me, "**You** — api (DM)\nUser ID: `u1`\nTier: **admin**\nSlash commands: all available");
+    let other = k.app.handle_inbound(ask("/whoami", "u2")).await.unwrap().reply.unwrap();
+    assert!(other.contains("User ID: `u2`\nTier: user\n"), "{other}");
+    let open = kit("", "2026-01-01T10:00:00Z").app.handle_inbound(ask("/whoami", "u1")).await.unwrap().reply.unwrap();
+    assert!(open.contains("Tier: unrestricted (no admin list configured for this scope)"), "{open}");
+    let usage = k.app.handle_inbound(inbound("api", "/usage")).await.unwrap().reply.unwrap();
+    assert!(
+        usage.starts_with("📊 **Session Token Usage**\nModel: `") && usage.contains("\nInput tokens: ") && usage.contains("\nTotal: "),
+        "{usage}"
+    );
+    let sessions = k.app.handle_inbound(inbound("api", "/sessions")).await.unwrap().reply.unwrap();
+    assert_eq!(sessions, k.app.handle_inbound(inbound("api", "/resume")).await.unwrap().reply.unwrap());
+    assert!(sessions.starts_with("Recent sessions:\n2026") && sessions.contains("(current)"), "{sessions}");
+    let help = k.app.handle_inbound(inbound("api", "/help")).await.unwrap().reply.unwrap();
+    for c in ["/sessions", "/usage", "/whoami"] {
+        assert!(help.lines().any(|l| l.starts_with(c)), "{help}");
+    }
+    assert_eq!(k.llm.0.lock().unwrap().len(), calls, "no command reached the model");
+}
+
 impl ManualClock {
     fn now_for_test(&self) -> DateTime<Utc> {
         crate::ports::Clock::now(self)

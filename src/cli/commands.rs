@@ -28,6 +28,7 @@ pub async fn dispatch(cmd: Command, home: PathBuf, cfg: Loaded) -> anyhow::Resul
         Command::Sessions { action } => sessions(runtime::build_app(&home, cfg).await?, action).await,
         Command::Cron { action } => super::cron::run(runtime::build_app(&home, cfg).await?, action).await,
         Command::Memory { action } => super::memory::run(runtime::build_app(&home, cfg).await?, action).await,
+        Command::Pairing { action } => super::pairing::run(&home, cfg, action).await,
         Command::ChronosDev { listen, duplicates, audience, fire_early_secs } => {
             let listener = tokio::net::TcpListener::bind(&listen).await.with_context(|| format!("cannot listen on {listen}"))?;
             let issuer = format!("http://{}", listener.local_addr()?);
@@ -217,7 +218,19 @@ async fn doctor(home: &std::path::Path, cfg: Loaded, create_table: bool) -> Exit
         problems.push("TELEGRAM_BOT_TOKEN is set but TELEGRAM_WEBHOOK_SECRET is not: the webhook would refuse every update".into());
     }
     if tg.telegram_bot_token.is_some() && cfg.settings.platforms.telegram.allowed_users.is_empty() && !cfg.settings.allow_all_users {
-        println!("warning:  no Telegram user is allowed (TELEGRAM_ALLOWED_USERS): everyone gets the refusal");
+        // What a stranger then gets follows `unauthorized_dm_behavior` (docs/pairing.md).
+        let dm = crate::core::pairing::dm_behavior(
+            "telegram",
+            cfg.settings.platforms.telegram.unauthorized_dm_behavior.as_deref(),
+            cfg.settings.unauthorized_dm_behavior.as_deref(),
+            false,
+        );
+        let then = match dm {
+            crate::core::pairing::DmBehavior::Pair => "a DM sender gets a pairing code (hermes-zero pairing approve)",
+            crate::core::pairing::DmBehavior::Ignore => "strangers get no answer (unauthorized_dm_behavior: ignore)",
+            crate::core::pairing::DmBehavior::Refuse => "everyone gets the refusal",
+        };
+        println!("warning:  no Telegram user is allowed (TELEGRAM_ALLOWED_USERS): {then}");
     }
     if cfg.settings.tools.web.allow_private {
         println!("warning:  tools.web.allow_private is on: web_fetch can reach private, loopback and link-local addresses");

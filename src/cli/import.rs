@@ -1,10 +1,10 @@
 //! `hermes-zero import [HERMES_HOME]` (docs/design.md#hermes): checks Hermes' `state.db` first (so a
 //! file of another schema version, or a locked or corrupt one, imports nothing), then copies
 //! SOUL.md, skills, jobs.json (and syncs it), the memory files and — when this home has none —
-//! `config.yaml` (once it loads here), then imports every session with its messages: each
+//! `config.yaml` (once it loads here), then imports every session with its messages — each
 //! chat's current Hermes session (Hermes' routing index) as that chat's current session here,
-//! every other one under its own `imported-` key. Prints counts and what became of the
-//! config; a second run adds nothing.
+//! every other one under its own `imported-` key — and the approved DM pairing lists
+//! (docs/pairing.md). Prints counts and what became of the config; a second run adds nothing.
 
 use crate::app::App;
 use crate::app::sessions::import::{Copied, SessionImport, copy_file, copy_skills, env_names, memory_entries};
@@ -22,6 +22,7 @@ struct Counts {
     jobs: usize,
     skills: usize,
     memory_entries: usize,
+    paired_users: usize,
 }
 
 /// The default Hermes home: `~/.hermes`.
@@ -90,6 +91,11 @@ pub async fn run(app: App, src: &Path, config_in_use: Option<&Path>, json: bool)
             }
         }
     }
+    let (lists, pairing_notes) = crate::app::sessions::import::approved_lists(src);
+    notes.extend(pairing_notes);
+    for (platform, users) in &lists {
+        counts.paired_users += app.pairing().import_approved(platform, users).await?;
+    }
     notes.extend(env_note(src));
     for n in &notes {
         eprintln!("note: {n}");
@@ -155,7 +161,7 @@ fn env_note(src: &Path) -> Option<String> {
     })
 }
 
-/// The counts: `--json` prints exactly the five keys, else one line each.
+/// The counts: `--json` prints exactly the six keys, else one line each.
 fn print_counts(src: &Path, counts: &Counts, json: bool) -> anyhow::Result<()> {
     if json {
         println!("{}", serde_json::to_string(counts)?);
@@ -165,6 +171,7 @@ fn print_counts(src: &Path, counts: &Counts, json: bool) -> anyhow::Result<()> {
         println!("  jobs:           {}", counts.jobs);
         println!("  skills:         {}", counts.skills);
         println!("  memory entries: {}", counts.memory_entries);
+        println!("  paired users:   {}", counts.paired_users);
     }
     Ok(())
 }

@@ -44,7 +44,15 @@ pub async fn telegram(cfg: &Loaded, action: TelegramCmd) -> anyhow::Result<ExitC
                 Err(e) => return config_error(&e),
             };
             println!("registering {url} (with TELEGRAM_WEBHOOK_SECRET as the secret token)");
-            api.set_webhook(&url, &secret).await
+            let answer = api.set_webhook(&url, &secret).await;
+            if answer.is_ok() {
+                // The command menu, so users see /new, /status, /whoami… as they type `/`.
+                match api.set_my_commands(&crate::core::commands::MENU).await {
+                    Ok(_) => println!("registered {} commands (setMyCommands)", crate::core::commands::MENU.len()),
+                    Err(e) => eprintln!("warning: the command menu was not registered: {e}"),
+                }
+            }
+            answer
         }
         TelegramCmd::DeleteWebhook => api.delete_webhook().await,
         TelegramCmd::Info => api.webhook_info().await,

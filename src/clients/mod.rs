@@ -4,6 +4,7 @@
 
 #[cfg(feature = "aws")]
 pub mod eventbridge;
+pub mod fetch;
 pub mod jwks;
 pub mod llm;
 pub mod mcp;

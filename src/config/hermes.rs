@@ -51,6 +51,19 @@ pub struct MemorySettings {
     pub flush_min_turns: usize,
     /// External memory provider (empty: built-in).
     pub provider: String,
+    /// One `user` profile per user or one shared (Hermes); unset: per user when the allow
+    /// lists hold more than one user (docs/who-sees-what.md).
+    pub user_profile: Option<UserProfileMode>,
+}
+
+/// `memory.user_profile`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UserProfileMode {
+    /// Each user has their own profile.
+    PerUser,
+    /// One profile for everybody (Hermes' `USER.md`).
+    Shared,
 }
 
 impl MemorySettings {
@@ -81,6 +94,7 @@ impl Default for MemorySettings {
             nudge_interval: 10,
             flush_min_turns: 6,
             provider: String::new(),
+            user_profile: None,
         }
     }
 }

@@ -90,6 +90,49 @@ impl Loaded {
         p
     }
 
+    /// The platforms whose allow lists and home channels count: every chat channel this
+    /// build has, and any other `platforms.<name>` block.
+    fn access_platforms(&self) -> Vec<String> {
+        let mut names: Vec<String> =
+            ["telegram", "discord", "slack", "whatsapp", "matrix", "mattermost", "signal"].map(String::from).to_vec();
+        names.extend(self.settings.platforms.other.keys().cloned());
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// What the scoping and delivery checks read (docs/who-sees-what.md).
+    pub fn access_rules(&self) -> crate::core::access::AccessRules {
+        let s = &self.settings;
+        let mut rules = crate::core::access::AccessRules {
+            admin_users: s.admin_users.iter().chain(&s.cron.admin_users).cloned().collect(),
+            identities: s.identities.clone(),
+            allow_targets: s.delivery.allow_targets.clone(),
+            allow_all_users: s.allow_all_users,
+            ..Default::default()
+        };
+        for name in self.access_platforms() {
+            let p = self.platform(&name);
+            if !p.allowed_users.is_empty() {
+                rules.allowed.insert(name.clone(), p.allowed_users);
+            }
+            if !p.home_channel.trim().is_empty() {
+                rules.homes.insert(name, p.home_channel.trim().to_string());
+            }
+        }
+        rules
+    }
+
+    /// Whether the memory `user` profile is one per user: `memory.user_profile`, else per
+    /// user when the allow lists hold more than one user across platforms (`allow_all_users`
+    /// counts as many).
+    pub fn per_user_profile(&self) -> bool {
+        match self.settings.memory.user_profile {
+            Some(m) => m == super::hermes::UserProfileMode::PerUser,
+            None => self.access_rules().allowed_user_count() > 1,
+        }
+    }
+
     /// This agent's instance id: `cron.chronos.instance_id`, else `hermes-zero` (the default
     /// fire-token audience is `agent:<instance id>`).
     pub fn instance_id(&self) -> String {
@@ -295,7 +338,7 @@ pub fn flow_depth(text: &str) -> usize {
 }
 
 /// Maps whose keys are free-form names (platforms, chat types).
-const FREE_MAPS: &[&str] = &["session_reset_by_platform", "session_reset_by_type"];
+const FREE_MAPS: &[&str] = &["session_reset_by_platform", "session_reset_by_type", "identities"];
 
 fn unknown_keys(v: &serde_json::Value, known: &serde_json::Value, prefix: &str, out: &mut Vec<String>, ignored: &mut Vec<String>) {
     use super::hermes::{HERMES_OPEN_SECTIONS, HERMES_SECTIONS, HERMES_SUBKEYS};

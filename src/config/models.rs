@@ -70,7 +70,7 @@ const fn p(
 
 use Wire::{AnthropicMessages as A, OpenaiChat as O};
 
-/// Every provider name, with its protocol, default base URL and key variables (the README's
+/// Every provider name, with its protocol, default base URL and key variables (docs/models.md's
 /// "Models" table lists the same rows).
 pub const PROVIDERS: &[ProviderInfo] = &[
     p("offline", Wire::Offline, "", &[], ""),

@@ -36,6 +36,17 @@ pub struct Settings {
     pub restart_loop_threshold: u32,
     /// Let every platform user talk to the agent (off: allow lists apply).
     pub allow_all_users: bool,
+    /// Hermes' `unauthorized_dm_behavior` (`pair` or `ignore`) for every platform; a
+    /// platform's own key wins (docs/pairing.md).
+    pub unauthorized_dm_behavior: Option<String>,
+    /// Users (a bare platform user id, or `platform:user_id`) who see and reach everything
+    /// (docs/who-sees-what.md); `cron.admin_users` is read too.
+    pub admin_users: Vec<String>,
+    /// Linked identities: a person's name to their `platform:user_id`s, so their sessions
+    /// and memory profile are one across platforms (docs/who-sees-what.md).
+    pub identities: BTreeMap<String, Vec<String>>,
+    /// The delivery policy of `send_message` and job `deliver` targets.
+    pub delivery: DeliverySettings,
     /// Platform adapters.
     pub platforms: Platforms,
     /// Scheduled jobs and timers.
@@ -82,6 +93,10 @@ impl Default for Settings {
             restart_drain_timeout: 30,
             restart_loop_threshold: 3,
             allow_all_users: false,
+            unauthorized_dm_behavior: None,
+            admin_users: Vec::new(),
+            identities: BTreeMap::new(),
+            delivery: DeliverySettings::default(),
             platforms: Platforms::default(),
             cron: CronSettings::default(),
             agent: AgentSettings::default(),
@@ -109,6 +124,15 @@ impl Settings {
             by_type: &self.session_reset_by_type,
         }
     }
+}
+
+/// `delivery:` block (docs/who-sees-what.md).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DeliverySettings {
+    /// Chats (`platform:chat_id[:thread_id]`) that `send_message` and job `deliver` may
+    /// reach besides the current chat, the home channels and allowed users' chats.
+    pub allow_targets: Vec<String>,
 }
 
 /// Store kinds.
@@ -245,6 +269,8 @@ pub struct PlatformSettings {
     pub allowed_users: Vec<String>,
     /// Where `deliver: <platform>` goes.
     pub home_channel: String,
+    /// What an unknown DM sender gets here: `pair` or `ignore` (docs/pairing.md).
+    pub unauthorized_dm_behavior: Option<String>,
     /// API base URL (tests point it at a local fake).
     pub api_base: String,
     /// API version, for platforms whose URLs carry one (WhatsApp's Graph API: empty means
@@ -333,6 +359,10 @@ pub struct CronSettings {
     /// Users (platform user ids, or `platform:user_id`) whose `cronjob` tool sees every job,
     /// not only the jobs made from their chat.
     pub admin_users: Vec<String>,
+    /// The shortest time between two runs of a job an admin (`admin_users`) makes with the
+    /// `cronjob` tool, in seconds (default 60; other chat users are held to 60 whatever
+    /// this says). The CLI, REST API and jobs.json are not limited by it.
+    pub min_interval_seconds: u64,
     /// Chronos (NAS) settings.
     pub chronos: ChronosSettings,
     /// EventBridge Scheduler settings.
@@ -348,6 +378,7 @@ impl Default for CronSettings {
             wrap_response: true,
             output_retention: 50,
             admin_users: Vec::new(),
+            min_interval_seconds: 60,
             chronos: ChronosSettings::default(),
             eventbridge: EventBridgeSettings::default(),
         }

@@ -17,6 +17,12 @@ pub enum Cmd {
     Resume(Option<String>),
     /// `/help`.
     Help,
+    /// `/whoami`: the caller's platform, scope, user id and tier (as Hermes).
+    Whoami,
+    /// `/sessions`: this chat's recent sessions (as `/resume` without an id).
+    Sessions,
+    /// `/usage`: this session's token usage.
+    Usage,
 }
 
 /// Parses `text` as a command. Unknown `/words` are not commands (they go to the agent).
@@ -35,9 +41,27 @@ pub fn parse(text: &str) -> Option<Cmd> {
         "status" => Cmd::Status,
         "resume" => Cmd::Resume(opt(arg)),
         "help" | "start" => Cmd::Help,
+        "whoami" => Cmd::Whoami,
+        "sessions" => Cmd::Sessions,
+        "usage" => Cmd::Usage,
         _ => return None,
     })
 }
+
+/// The commands of the chat menus (Telegram's `setMyCommands`), one `(name, description)`
+/// each, in `/help`'s order.
+pub const MENU: [(&str, &str); 10] = [
+    ("new", "Start a fresh conversation"),
+    ("reset", "Same as /new"),
+    ("stop", "Stop the running task"),
+    ("queue", "Run a prompt after the current one"),
+    ("status", "Session, queue and schedule information"),
+    ("resume", "List recent sessions, or switch back to one"),
+    ("sessions", "List this chat's recent sessions"),
+    ("usage", "Token usage of this session"),
+    ("whoami", "Your platform, user id and access tier"),
+    ("help", "The list of commands"),
+];
 
 /// The `/help` text.
 pub const HELP: &str = "Commands:\n\
@@ -47,6 +71,9 @@ pub const HELP: &str = "Commands:\n\
 /queue <prompt> (or /q) — run this prompt as its own turn after the current one\n\
 /status — session, queue and schedule information\n\
 /resume [session_id] — list recent sessions, or switch back to one\n\
+/sessions — list this chat's recent sessions\n\
+/usage — token usage of this session\n\
+/whoami — your platform, user id and access tier\n\
 /help — this list";
 
 #[cfg(test)]
@@ -62,6 +89,13 @@ mod tests {
         assert_eq!(parse("/queue"), Some(Cmd::Queue(String::new())));
         assert_eq!(parse("/STOP@my_bot"), Some(Cmd::Stop));
         assert_eq!(parse("/resume 20260101_000000_abcdef12"), Some(Cmd::Resume(Some("20260101_000000_abcdef12".into()))));
+        assert_eq!(parse("/whoami"), Some(Cmd::Whoami));
+        assert_eq!(parse("/sessions@bot"), Some(Cmd::Sessions));
+        assert_eq!(parse("/usage"), Some(Cmd::Usage));
+        for (c, _) in MENU {
+            assert!(HELP.lines().any(|l| l.starts_with(&format!("/{c}"))), "/help lists /{c}");
+            assert!(parse(&format!("/{c}")).is_some(), "/{c} is a command");
+        }
         assert_eq!(parse("/etc/passwd is a file"), None);
         assert_eq!(parse("hello /new"), None);
     }

@@ -81,6 +81,12 @@ pub struct JobOrigin {
     /// Thread.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_id: Option<String>,
+    /// The user who made the job there (its runs search as them, docs/who-sees-what.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_id: Option<String>,
+    /// The kind of that chat.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_type: Option<crate::core::ids::ChatType>,
 }
 
 /// A scheduled job with its run state.

@@ -83,6 +83,45 @@ impl Target {
     }
 }
 
+/// Where one store lives: the agent's `memory`, the shared `user` profile, or one user's
+/// profile (`memory.user_profile: per_user`, docs/who-sees-what.md).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Shelf {
+    /// Which store.
+    pub target: Target,
+    /// The profile's owner (`platform:user_id` or `id:<linked name>`); `None`: shared.
+    pub owner: Option<String>,
+}
+
+/// Meta record listing the owners of per-user profiles (JSON list), for the dashboard.
+pub const USER_INDEX_KEY: &str = "memory:user_index";
+
+impl Shelf {
+    /// The agent's notes or the shared profile.
+    pub fn shared(target: Target) -> Self {
+        Self { target, owner: None }
+    }
+
+    /// `target`, owned by `owner` when it is the user profile.
+    pub fn new(target: Target, owner: Option<String>) -> Self {
+        Self { target, owner: owner.filter(|_| target == Target::User) }
+    }
+
+    /// The meta key: the target's, plus `:<owner>` for a per-user profile.
+    pub fn meta_key(&self) -> String {
+        match &self.owner {
+            Some(o) => format!("{}:{o}", self.target.meta_key()),
+            None => self.target.meta_key().to_string(),
+        }
+    }
+
+    /// Hermes' file a never-written store falls back to (shared stores only: a per-user
+    /// profile starts empty, so nobody inherits the shared `USER.md`).
+    pub fn file_name(&self) -> Option<&'static str> {
+        self.owner.is_none().then(|| self.target.file_name())
+    }
+}
+
 /// One store as kept in the meta record: its entries, a version bumped by every write, and
 /// the marks of the last writers (so a writer can check, on re-reading, that its write held).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

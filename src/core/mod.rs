@@ -4,6 +4,8 @@
 //! function of its inputs (time included, passed in as a value), so it is unit- and
 //! property-tested without I/O.
 
+pub mod access;
+pub mod child_env;
 pub mod commands;
 pub mod compress;
 pub mod ids;
@@ -12,6 +14,7 @@ pub mod job;
 pub mod jobfile;
 pub mod media;
 pub mod memory;
+pub mod pairing;
 pub mod profile;
 pub mod prompt;
 pub mod queue;

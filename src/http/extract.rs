@@ -11,9 +11,12 @@ use secrecy::ExposeSecret;
 use serde::de::DeserializeOwned;
 use std::sync::Arc;
 
-/// Constant-time byte comparison (no early exit on the first difference).
+/// Constant-time comparison of two secrets that leaks neither where they differ nor their
+/// lengths: their SHA-256 digests (always 32 bytes) are compared without an early exit.
 pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    use subtle::ConstantTimeEq;
+    let (da, db) = (ring::digest::digest(&ring::digest::SHA256, a), ring::digest::digest(&ring::digest::SHA256, b));
+    bool::from(da.as_ref().ct_eq(db.as_ref()))
 }
 
 /// Proof that the request carried `Authorization: Bearer <API_SERVER_KEY>`.
@@ -61,5 +64,20 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
             ApiError::new(status, msg)
         })?;
         serde_json::from_slice(&bytes).map(JsonBody).map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, format!("invalid JSON body: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ct_eq;
+
+    #[test]
+    fn ct_eq_compares_digests_of_any_length() {
+        assert!(ct_eq(b"test-key-123", b"test-key-123"));
+        assert!(ct_eq(b"", b""));
+        assert!(!ct_eq(b"test-key-123", b"test-key-124"));
+        assert!(!ct_eq(b"test-key-123", b"test-key-1234"), "a longer guess");
+        assert!(!ct_eq(b"test", b"test-key-123"), "a prefix");
+        assert!(!ct_eq(b"", b"x"));
     }
 }

@@ -9,20 +9,26 @@
 //!   `fire_store`: [`FireStore`], the fire path's folded writes, also part of [`Store`];
 //! - `llm`: [`Llm`], the model; `delivery`: [`Delivery`], outbound messages;
 //! - `timers`: [`Timers`], whoever wakes the process for a job's next occurrence;
-//! - `stt`: [`Transcriber`], speech to text for voice notes.
+//! - `stt`: [`Transcriber`], speech to text for voice notes;
+//! - `fetch`: [`Fetcher`] and [`Resolve`], the web tools' pinned GETs and name lookups;
+//! - `mcp`: [`McpConnector`] and [`McpSession`], MCP servers' tools.
 
 mod delivery;
+mod fetch;
 mod fire_store;
 mod keys;
 mod llm;
+mod mcp;
 mod store;
 mod stt;
 mod timers;
 
 pub use delivery::{Delivery, DeliveryError, StreamTarget, Target};
+pub use fetch::{FetchBody, FetchError, FetchResponse, Fetcher, Pin, Resolve};
 pub use fire_store::{FireFinish, FireStore, RunAppend};
 pub use keys::JwksSource;
 pub use llm::{ChatRequest, ChatResponse, Llm, LlmError, TextSink, ToolSpec};
+pub use mcp::{McpCallResult, McpConnector, McpEndpoint, McpError, McpSession, McpTool};
 pub use store::{
     Appended, Claim, Counts, InboundId, JobStore, LedgerStore, MAX_SESSION_NOTES, MetaStore, QueueStore, QueuedItem, SearchHit,
     SessionChange, SessionStore, Store, StoreError, TurnRead, TurnStore, note_meta_key,

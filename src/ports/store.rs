@@ -7,6 +7,7 @@
 //! Every method is one atomic operation in every adapter. Adapters live in `store/`; the
 //! one behaviour suite they all pass is `store/conformance`.
 
+use crate::core::access::SearchOwners;
 use crate::core::ids::{SessionId, SessionKey};
 use crate::core::job::{Job, Occurrence, RunRecord};
 use crate::core::search::SearchTerms;
@@ -214,8 +215,16 @@ pub trait SessionStore: Send + Sync {
     /// User and assistant messages of every conversation but `exclude` that contain all
     /// `terms`, newest first, at most `limit`. How far back it looks depends on the adapter
     /// (docs/design.md#session-search): SQLite searches everything through its FTS5 index,
-    /// DynamoDB a bounded window of the newest conversations.
-    async fn search_messages(&self, terms: &SearchTerms, exclude: Option<&SessionId>, limit: usize) -> Result<Vec<SearchHit>, StoreError>;
+    /// DynamoDB a bounded window of the newest conversations. With `owners`, only the
+    /// conversations whose key it admits are searched (docs/who-sees-what.md): the filter is
+    /// part of the query, so neither results nor their count include anyone else's text.
+    async fn search_messages(
+        &self,
+        terms: &SearchTerms,
+        exclude: Option<&SessionId>,
+        owners: Option<&SearchOwners>,
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, StoreError>;
 
     /// Whether an inbound id was already recorded.
     async fn seen_inbound(&self, id: &InboundId) -> Result<bool, StoreError>;
@@ -307,6 +316,11 @@ pub trait MetaStore: Send + Sync {
 
     /// Deletes a small named record.
     async fn delete_meta(&self, key: &str) -> Result<(), StoreError>;
+
+    /// Compare-and-set of a small named record, atomic across processes: writes `new` only
+    /// if the stored value is `expected` (`None` = the record must not exist). False when
+    /// another writer got there first; nothing was written (the pairing records, CONTRACT §17).
+    async fn swap_meta(&self, key: &str, expected: Option<&str>, new: &str) -> Result<bool, StoreError>;
 
     /// Adds each `(name, delta)` to the named counters of the record `key` (absent counters
     /// start at zero), atomically across processes: the usage counters of the dashboard

@@ -4,6 +4,7 @@ pub mod idle;
 #[cfg(feature = "aws")]
 pub mod lambda;
 pub mod private;
+pub mod profile_gate;
 pub mod profiles;
 pub mod ready;
 pub mod serve;
@@ -18,6 +19,15 @@ use crate::ports::{Clock, OffsetClock, PollingTimers, Store, SystemClock, TimerP
 use crate::store::sqlite::SqliteStore;
 use std::path::Path;
 use std::sync::Arc;
+
+/// The real upstreams of the built-in tools: the pinned-address fetcher and the system
+/// resolver for the web tools.
+pub fn tool_ports() -> crate::app::tools::ToolPorts {
+    crate::app::tools::ToolPorts {
+        fetcher: Arc::new(crate::clients::fetch::PinnedFetcher::web_fetch()),
+        dns: Arc::new(crate::clients::fetch::SystemDns),
+    }
+}
 
 /// Startup failures.
 #[derive(Debug, thiserror::Error)]
@@ -190,10 +200,11 @@ pub fn wire_on(home: &Path, cfg: Loaded, owner: Option<String>, base: BaseStore,
         delivery: channels.clone(),
         clock,
         timers,
-        tools: Arc::new(crate::app::tools::builtin()),
+        tools: Arc::new(crate::app::tools::builtin(&tool_ports())),
         owner,
         jwks: Arc::new(crate::clients::jwks::HttpJwks::default()),
         stt,
+        mcp: Arc::new(crate::clients::mcp::RmcpConnector),
     });
     app.count_store_requests(tally);
     Wired { app, channels, shared }

@@ -4,8 +4,10 @@
 //! (config, SOUL, skills, jobs, `.env` secrets) over the process's one store handle in the
 //! profile's key space; concurrent first requests build it once, and beyond the bound the
 //! least recently used is dropped (its running work finishes; the next request rebuilds it).
-//! Routes without the prefix are the process's own profile's, unchanged.
+//! Routes without the prefix are the process's own profile's, unchanged. Every request under
+//! the prefix passes the profile's gate (`profile_gate`) before anything of it is built.
 
+use super::profile_gate::{Asked, Gate, Kind};
 use super::{BaseStore, Wired};
 use crate::app::App;
 use crate::channels::Channels;
@@ -64,6 +66,8 @@ pub struct Profiles {
     local_keys: bool,
     capacity: usize,
     cache: Mutex<Lru>,
+    /// The routed profiles' gates (at most `capacity`; a full map starts over).
+    gates: Mutex<HashMap<Profile, Arc<Gate>>>,
     /// Apps built so far (logged; tests check "once").
     builds: std::sync::atomic::AtomicUsize,
     /// What timers should call, once known (the Lambda function's ARN): told to every app.
@@ -86,7 +90,8 @@ impl Profiles {
     pub fn with_capacity(default_profile: Profile, default: Served, shared: Shared, local_keys: bool, capacity: usize) -> Arc<Self> {
         let (cache, builds) = (Mutex::default(), Default::default());
         let timer_target = std::sync::OnceLock::new();
-        Arc::new(Self { default_profile, default, shared, local_keys, capacity: capacity.max(1), cache, builds, timer_target })
+        let gates = Mutex::default();
+        Arc::new(Self { default_profile, default, shared, local_keys, capacity: capacity.max(1), cache, gates, builds, timer_target })
     }
 
     /// Tells every app, the default, the cached ones and those built later, what its timers
@@ -136,10 +141,39 @@ impl Profiles {
             && let Some(oldest) = lru.map.iter().min_by_key(|(_, (used, _))| *used).map(|(p, _)| p.clone())
         {
             lru.map.remove(&oldest);
+            // Its gate goes too: the next build reads the profile's files again, and so does its gate.
+            self.gates.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&oldest);
         }
         let cell = Arc::new(OnceCell::new());
         lru.map.insert(profile.clone(), (now, cell.clone()));
         cell
+    }
+
+    /// The gate of the routed profile named `name`; None when there is no such profile (an
+    /// invalid name, no directory), it is the process's own, or its `.env` cannot be read
+    /// (logged). Reads the profile's `.env` (and API key file) once; builds nothing.
+    fn gate(&self, name: &str) -> Option<Arc<Gate>> {
+        let profile = Profile::parse(name).ok().filter(|p| *p != self.default_profile)?;
+        let home = profile.home(&self.shared.root);
+        if !profile.is_main() && !home.is_dir() {
+            return None;
+        }
+        let mut gates = self.gates.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(g) = gates.get(&profile) {
+            return Some(g.clone());
+        }
+        let gate = match Gate::open(&profile, &home, &self.shared.env, self.local_keys) {
+            Ok(g) => Arc::new(g),
+            Err(e) => {
+                tracing::error!(%profile, error = %e, "profile cannot be served");
+                return None;
+            }
+        };
+        if gates.len() >= self.capacity {
+            gates.clear();
+        }
+        gates.insert(profile, gate.clone());
+        Some(gate)
     }
 
     /// Builds the app of a routed profile from its home and syncs its `jobs.json`.
@@ -218,21 +252,59 @@ pub fn routes(profiles: Arc<Profiles>) -> Router {
     profiles.default.router.clone().fallback(move |req: Request| dispatch(profiles.clone(), req))
 }
 
-/// Serves one `/p/<profile>/…` request with that profile's router, the prefix removed;
-/// any other unknown path is 404.
-async fn dispatch(profiles: Arc<Profiles>, mut req: Request) -> Response {
+/// Serves one `/p/<profile>/…` request with that profile's router, the prefix removed,
+/// once the profile's gate admits it (a profile that does not exist admits nothing, so an
+/// unauthenticated caller gets the same answer for both); any other unknown path is 404.
+async fn dispatch(profiles: Arc<Profiles>, req: Request) -> Response {
     let Some((name, rest)) = split_prefix(req.uri()) else {
         return ApiError::new(StatusCode::NOT_FOUND, "not found").into_response();
     };
-    let served = match profiles.get(&name).await {
-        Ok(s) => s,
-        Err(e) => return e.into_response(),
-    };
+    let (mut parts, body) = req.into_parts();
     match rest.parse() {
-        Ok(uri) => *req.uri_mut() = uri,
+        Ok(uri) => parts.uri = uri,
         Err(_) => return ApiError::new(StatusCode::NOT_FOUND, "not found").into_response(),
     }
-    match served.router.oneshot(req).await {
+    let kind = Kind::of(&parts.method, parts.uri.path());
+    let own = Profile::parse(&name).is_ok_and(|p| p == profiles.default_profile);
+    let router = if kind == Kind::Static || own {
+        profiles.default.router.clone()
+    } else {
+        // A webhook's signature covers the body: read it (within the limit) before the check.
+        let (bytes, body) = if kind == Kind::Webhook {
+            match axum::body::to_bytes(body, crate::http::MAX_BODY).await {
+                Ok(b) => (b.clone(), axum::body::Body::from(b)),
+                Err(_) => return ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "request body is larger than 1 MiB").into_response(),
+            }
+        } else {
+            (axum::body::Bytes::new(), body)
+        };
+        let asked = Asked {
+            method: &parts.method,
+            path: parts.uri.path(),
+            query: parts.uri.query(),
+            headers: &parts.headers,
+            body: &bytes,
+            now: profiles.default.app.now(),
+        };
+        let admitted = match profiles.gate(&name) {
+            Some(gate) => gate.admits(kind, &asked).await,
+            None => false,
+        };
+        if !admitted {
+            tracing::debug!(profile = %name, "routed request refused before the profile was built");
+            return kind.refusal().into_response();
+        }
+        match profiles.get(&name).await {
+            Ok(s) => return serve(s.router, Request::from_parts(parts, body)).await,
+            Err(e) => return e.into_response(),
+        }
+    };
+    serve(router, Request::from_parts(parts, body)).await
+}
+
+/// One request through `router`.
+async fn serve(router: Router, req: Request) -> Response {
+    match router.oneshot(req).await {
         Ok(r) => r,
         Err(e) => match e {},
     }

@@ -1,5 +1,5 @@
 //! The profile cache and the `/p/<profile>/` routes through the real router, over one
-//! SQLite file: unknown names, the route table under the prefix, build-once and eviction.
+//! SQLite file: unknown names (answered as a wrong key is), the route table under the prefix, build-once and eviction.
 
 #![allow(clippy::unwrap_used)]
 
@@ -42,7 +42,7 @@ async fn call(p: &Arc<Profiles>, method: &str, path: &str, key: &str) -> (u16, V
 }
 
 /// Every route answers under `/p/<profile>/` as it does without the prefix (with that
-/// profile's key), and under an unknown or invalid profile with a JSON 404.
+/// profile's key), and under an unknown or invalid profile as to a wrong key (a JSON 401).
 #[tokio::test]
 async fn every_route_is_served_under_the_prefix() {
     let (p, root) = setup("table", 8);
@@ -68,9 +68,13 @@ async fn every_route_is_served_under_the_prefix() {
             let (s, v) = call(&p, method, &format!("{prefix}{path}"), key).await;
             assert_eq!(s, plain, "{method} {prefix}{path}: {v}");
         }
+        // An unknown or invalid profile admits no key: the answer of a known profile to a
+        // wrong key, status and body (an unauthenticated caller cannot tell them apart).
+        let refused = call(&p, method, &format!("/p/a{path}"), "k-wrong").await;
+        assert_eq!((refused.0, refused.1["error"].is_string()), (401, true), "{method} /p/a{path}: {refused:?}");
         for ghost in ["/p/ghost", "/p/Ghost", "/p/a%2Fb", "/p/-x"] {
-            let (s, v) = call(&p, method, &format!("{ghost}{path}"), "k-a").await;
-            assert_eq!((s, v["error"].is_string()), (404, true), "{method} {ghost}{path}: {v}");
+            let answer = call(&p, method, &format!("{ghost}{path}"), "k-a").await;
+            assert_eq!(answer, refused, "{method} {ghost}{path}");
         }
     }
     // Keys are per profile: a's key opens a's API only.

@@ -17,10 +17,16 @@ use tokio::net::TcpListener;
 /// Returns the API key: `API_SERVER_KEY` if set, else the one in `<home>/api_key`, created
 /// (mode 0600) on first use. The key itself is never logged.
 pub fn api_key(app: &App) -> std::io::Result<SecretString> {
-    if let Some(k) = app.configured_api_key() {
+    api_key_at(app.configured_api_key(), app.home())
+}
+
+/// [`api_key`] of the home `home` whose `API_SERVER_KEY` is `configured` (what a routed
+/// profile's gate checks before the profile is built).
+pub fn api_key_at(configured: Option<SecretString>, home: &std::path::Path) -> std::io::Result<SecretString> {
+    if let Some(k) = configured {
         return Ok(k);
     }
-    let path = app.home().join("api_key");
+    let path = home.join("api_key");
     if let Ok(k) = std::fs::read_to_string(&path)
         && !k.trim().is_empty()
     {

@@ -110,8 +110,14 @@ impl SessionStore for CountingStore {
     async fn count_messages(&self, id: &SessionId) -> Result<u64, StoreError> {
         fwd!(self, count_messages(id))
     }
-    async fn search_messages(&self, t: &SearchTerms, x: Option<&SessionId>, l: usize) -> Result<Vec<SearchHit>, StoreError> {
-        fwd!(self, search_messages(t, x, l))
+    async fn search_messages(
+        &self,
+        t: &SearchTerms,
+        x: Option<&SessionId>,
+        o: Option<&crate::core::access::SearchOwners>,
+        l: usize,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        fwd!(self, search_messages(t, x, o, l))
     }
     async fn seen_inbound(&self, d: &InboundId) -> Result<bool, StoreError> {
         fwd!(self, seen_inbound(d))
@@ -204,6 +210,9 @@ impl MetaStore for CountingStore {
     }
     async fn delete_meta(&self, k: &str) -> Result<(), StoreError> {
         fwd!(self, delete_meta(k))
+    }
+    async fn swap_meta(&self, k: &str, old: Option<&str>, new: &str) -> Result<bool, StoreError> {
+        fwd!(self, swap_meta(k, old, new))
     }
     async fn add_counts(&self, k: &str, deltas: &[(&str, i64)]) -> Result<(), StoreError> {
         fwd!(self, add_counts(k, deltas))

@@ -1,7 +1,7 @@
 //! Job delivery (docs/design.md#delivery): resolving `deliver` targets, and sending through the ledger
 //! keyed by `(occurrence, target)` and by each part of a long message, so nothing is sent twice.
 //! A target's row is written before its send (with the run's answer, for the first one); its
-//! final status rides on the run's finishing write (`fire_run`).
+//! final status rides on the run's finishing write (`jobs::run`).
 
 use crate::app::App;
 use crate::app::jobs::types::Tail;
@@ -58,7 +58,22 @@ impl App {
                 None => Resolved::Invalid(format!("unknown platform `{pl}`")),
             },
             (pl, Some(chat), thread) => {
-                Resolved::Chat(Target { platform: pl.into(), chat_id: chat.into(), thread_id: thread.map(str::to_string) })
+                // A job made in a chat is held to the delivery policy again when sent (a job
+                // stored before the policy, or a policy since narrowed): the job's own chat
+                // counts as its current chat. The operator's jobs (jobs.json, CLI, REST: no
+                // origin) deliver where the operator put them.
+                let made_in = job.origin.as_ref().and_then(|o| {
+                    crate::core::ids::Origin::new(&o.platform, &o.chat_id, crate::core::ids::ChatType::Dm, o.user_id.as_deref(), None).ok()
+                });
+                let rules = self.access();
+                let checked = match &made_in {
+                    Some(o) => rules.check_delivery(rules.is_admin(Some(o)), Some(o), pl, chat, thread),
+                    None => Ok(()),
+                };
+                match checked {
+                    Ok(()) => Resolved::Chat(Target { platform: pl.into(), chat_id: chat.into(), thread_id: thread.map(str::to_string) }),
+                    Err(e) => Resolved::Invalid(e),
+                }
             }
         }
     }

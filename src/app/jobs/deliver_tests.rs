@@ -2,7 +2,6 @@
 //! 127.0.0.1): each part is recorded in the ledger before it is sent, and a part whose answer
 //! never came is not sent again (docs/design.md#delivery).
 
-use crate::channels::{Channels, telegram::Telegram};
 use crate::config::Env;
 use crate::core::job::Occurrence;
 use crate::ports::{Clock, ManualClock};
@@ -56,8 +55,8 @@ async fn a_part_that_timed_out_is_not_sent_again() {
     let yaml = format!("platforms:\n  telegram:\n    api_base: {url}\n");
     let builder = TestApp::new(now).yaml(&yaml).env(env).home("/nonexistent-home");
     // A client that gives up on an answer after 300 ms; retries without waiting.
-    let http = crate::clients::http_client(Duration::from_millis(300));
-    let channels = Channels::default().with(Telegram::from_config(&builder.loaded(), http)).with_backoff(Duration::from_millis(1));
+    let channels =
+        crate::test_support::telegram_channels(&builder.loaded(), Duration::from_millis(300)).with_backoff(Duration::from_millis(1));
     let clock = Arc::new(ManualClock::new(now));
     let app = builder.clock(clock.clone()).llm(CountingLlm::new(answer)).delivery(Arc::new(channels)).build();
     let mut job = crate::store::conformance::sample_job("j", Some(now));

@@ -1,7 +1,7 @@
 //! The one fire path (docs/design.md#fire-path), shared by the ticker, Chronos, EventBridge and
 //! manual runs: verify (done by the caller) → claim the occurrence, advance the job and store
 //! the run's prompt in one conditional write → arm the next timer → run → deliver → record
-//! (the run half is `fire_run`).
+//! (the run half is `jobs::run`).
 
 use crate::app::cas::{again, retry_cas};
 use crate::app::jobs::types::{RunStart, run_id};

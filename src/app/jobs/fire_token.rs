@@ -127,6 +127,21 @@ impl FireVerifier {
     /// lifetime, purpose) and consumes its `jti` (if any) in the store, all before the request
     /// body is read. Returns the claims, or the (log-only) reason.
     pub async fn verify(&self, token: &str, now: DateTime<Utc>, store: &dyn Store) -> Result<FireClaims, String> {
+        let claims = self.check(token, now).await?;
+        if let Some(jti) = claims.get("jti").and_then(Value::as_str) {
+            let exp = claims["exp"].as_i64().unwrap_or_default() + LEEWAY_SECS;
+            let until = DateTime::from_timestamp(exp, 0).unwrap_or(now);
+            if !store.use_once(&format!("jti:{jti}"), until, now).await.map_err(|e| format!("jti store: {e}"))? {
+                return Err("replayed jti".into());
+            }
+        }
+        Ok(FireClaims { job_id: claims.get("job_id").and_then(Value::as_str).map(str::to_string) })
+    }
+
+    /// [`FireVerifier::verify`] without spending the `jti`: signature, algorithm family,
+    /// audience, issuer, times, lifetime and purpose. What a routed profile's gate checks
+    /// before the profile is built (its app then verifies again and spends the `jti`).
+    pub async fn check(&self, token: &str, now: DateTime<Utc>) -> Result<Value, String> {
         let header = decode_header(token).map_err(|e| format!("bad header: {e}"))?;
         let (key, family) = self.key_for(header.kid.as_deref()).await?;
         let mut v = Validation::new(header.alg);
@@ -142,14 +157,7 @@ impl FireVerifier {
         v.set_required_spec_claims(&required);
         let claims = decode::<Value>(token, &key, &v).map_err(|e| format!("rejected: {e}"))?.claims;
         check_claims(&claims, now)?;
-        if let Some(jti) = claims.get("jti").and_then(Value::as_str) {
-            let exp = claims["exp"].as_i64().unwrap_or_default() + LEEWAY_SECS;
-            let until = DateTime::from_timestamp(exp, 0).unwrap_or(now);
-            if !store.use_once(&format!("jti:{jti}"), until, now).await.map_err(|e| format!("jti store: {e}"))? {
-                return Err("replayed jti".into());
-            }
-        }
-        Ok(FireClaims { job_id: claims.get("job_id").and_then(Value::as_str).map(str::to_string) })
+        Ok(claims)
     }
 }
 

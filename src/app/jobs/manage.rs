@@ -3,6 +3,7 @@
 
 use crate::app::cas::retry_cas;
 use crate::app::{App, AppError, FireStatus};
+use crate::core::ids::Origin;
 use crate::core::job::{COMPLETED_RETENTION_DAYS, Job, JobState};
 use crate::core::jobfile::{self, JobSpec, SkippedJob};
 use crate::core::schedule;
@@ -30,8 +31,13 @@ pub struct SyncReport {
 pub const SKIPPED_JOBS_KEY: &str = "jobs_file_skipped";
 
 impl App {
-    /// Builds a new job from a validated spec (refuses past one-shots and existing ids).
-    pub(in crate::app) async fn create_job(&self, spec: JobSpec, declared: bool) -> Result<Job, AppError> {
+    /// Builds a new job from a validated spec (refuses past one-shots, existing ids and
+    /// targets outside the delivery policy for `caller`: a chat, or `None` for the operator's
+    /// CLI and REST API; a `declared` job of the operator's jobs.json is not held to it).
+    pub(in crate::app) async fn create_job(&self, spec: JobSpec, declared: bool, caller: Option<&Origin>) -> Result<Job, AppError> {
+        if !declared {
+            self.check_job_delivery(&spec.deliver, caller)?;
+        }
         if spec.past_one_shot {
             return Err(AppError::BadRequest(format!("the one-shot time of `{}` is in the past; {}", spec.id, schedule::ACCEPTED)));
         }
@@ -77,8 +83,9 @@ impl App {
         .await
     }
 
-    /// Updates definition fields from a JSON patch (same field names as jobs.json).
-    pub(in crate::app) async fn update_job(&self, id: &str, patch: &Value) -> Result<Job, AppError> {
+    /// Updates definition fields from a JSON patch (same field names as jobs.json); new
+    /// targets are held to the delivery policy for `caller` as at creation.
+    pub(in crate::app) async fn update_job(&self, id: &str, patch: &Value, caller: Option<&Origin>) -> Result<Job, AppError> {
         let obj = patch.as_object().ok_or_else(|| AppError::BadRequest("the update must be a JSON object".into()))?;
         let now = self.inner.clock.now();
         let tz = self.inner.cfg.tz;
@@ -96,6 +103,9 @@ impl App {
                 merged["prompt"] = obj["description"].clone();
             }
             let spec = jobfile::parse_job(&merged, now, tz).map_err(AppError::BadRequest)?;
+            if spec.deliver != j.deliver {
+                self.check_job_delivery(&spec.deliver, caller)?;
+            }
             apply_spec(j, &spec, now, tz)
         })
         .await
@@ -158,10 +168,13 @@ impl App {
         let mut file = jobfile::parse_file(&text, &report.file, now, self.inner.cfg.tz).map_err(|e| AppError::BadRequest(e.to_string()))?;
         let existing = self.inner.store.list_jobs().await?;
         file.skip_new_past_one_shots(|id| existing.iter().any(|j| j.id == id));
+        // jobs.json is the operator's own file: its targets are not held to the delivery
+        // policy (the CLI and REST API are, with a 400 / exit 2), so a Hermes user's declared
+        // jobs keep delivering where they did (docs/who-sees-what.md).
         for s in &file.jobs {
             match existing.iter().find(|j| j.id == s.id) {
                 None => {
-                    self.create_job(s.clone(), true).await?;
+                    self.create_job(s.clone(), true, None).await?;
                     report.created.push(s.id.clone());
                 }
                 Some(_) => {

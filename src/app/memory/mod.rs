@@ -14,7 +14,7 @@ use crate::app::types::TurnKind;
 use crate::app::{App, AppError};
 use crate::config::MemorySettings;
 use crate::core::ids::{Origin, SessionId};
-use crate::core::memory::{self, Op, Stored, Target, WRITER_MARKS};
+use crate::core::memory::{self, Op, Shelf, Stored, Target, USER_INDEX_KEY, WRITER_MARKS};
 use crate::core::session::{Message, Role};
 use crate::ports::ChatRequest;
 use serde_json::{Value, json};
@@ -36,30 +36,62 @@ impl App {
         &self.inner.cfg.settings.memory
     }
 
-    /// A store as stored. A store never written falls back (read-only) to Hermes' file under
-    /// the home (`memories/MEMORY.md`, as `import` copies it); the first write moves it in.
-    pub(in crate::app) async fn memory_load(&self, t: Target) -> Result<Stored, AppError> {
-        match self.inner.store.get_meta(t.meta_key()).await? {
-            Some(raw) => {
-                serde_json::from_str(&raw).map_err(|e| AppError::BadRequest(format!("stored memory `{}` is not valid: {e}", t.meta_key())))
-            }
+    /// The shelf of `t` for a caller in `origin`: the agent's notes, the shared profile, or,
+    /// with per-user profiles (docs/who-sees-what.md), the caller's own (by linked identity,
+    /// else `platform:user_id`, else the chat when the platform gives no user).
+    pub(in crate::app) fn memory_shelf(&self, t: Target, origin: Option<&Origin>) -> Shelf {
+        if t != Target::User || !self.inner.cfg.per_user_profile() {
+            return Shelf::shared(t);
+        }
+        let owner = origin.map(|o| self.access().profile_owner(o).unwrap_or_else(|| format!("chat:{}:{}", o.platform, o.chat_id)));
+        Shelf::new(t, owner)
+    }
+
+    /// A store as stored. A shared store never written falls back (read-only) to Hermes' file
+    /// under the home (`memories/MEMORY.md`, as `import` copies it); the first write moves it in.
+    pub(in crate::app) async fn memory_load(&self, shelf: &Shelf) -> Result<Stored, AppError> {
+        let key = shelf.meta_key();
+        match self.inner.store.get_meta(&key).await? {
+            Some(raw) => serde_json::from_str(&raw).map_err(|e| AppError::BadRequest(format!("stored memory `{key}` is not valid: {e}"))),
             None => {
-                let file = self.inner.home.join("memories").join(t.file_name());
-                let entries = std::fs::read_to_string(file).map(|s| memory::split_entries(&s)).unwrap_or_default();
+                let entries = shelf
+                    .file_name()
+                    .and_then(|f| std::fs::read_to_string(self.inner.home.join("memories").join(f)).ok())
+                    .map(|s| memory::split_entries(&s))
+                    .unwrap_or_default();
                 Ok(Stored { entries, ..Stored::default() })
             }
         }
     }
 
+    /// The owners of per-user profiles written so far.
+    pub(in crate::app) async fn memory_profile_owners(&self) -> Result<Vec<String>, AppError> {
+        let raw = self.inner.store.get_meta(USER_INDEX_KEY).await?;
+        Ok(raw.and_then(|r| serde_json::from_str(&r).ok()).unwrap_or_default())
+    }
+
+    /// Records `owner` in the per-user profile index (under the write lock).
+    async fn memory_index_owner(&self, owner: &str) -> Result<(), AppError> {
+        let mut owners = self.memory_profile_owners().await?;
+        if !owners.iter().any(|o| o == owner) {
+            owners.push(owner.to_string());
+            owners.sort();
+            let raw = serde_json::to_string(&owners).map_err(|e| AppError::BadRequest(e.to_string()))?;
+            self.inner.store.put_meta(USER_INDEX_KEY, &raw).await?;
+        }
+        Ok(())
+    }
+
     /// Applies `f` to a store's entries and writes the result (see the module doc). `f`
     /// returns the new entries (None: nothing to write) or a refusal for the caller.
-    pub(in crate::app) async fn memory_write<F, R>(&self, t: Target, f: F) -> Result<Result<R, String>, AppError>
+    pub(in crate::app) async fn memory_write<F, R>(&self, shelf: &Shelf, f: F) -> Result<Result<R, String>, AppError>
     where
         F: Fn(&[String]) -> Result<(Option<Vec<String>>, R), String>,
     {
         let _guard = WRITE_LOCK.lock().await;
+        let t = shelf.target;
         for _ in 0..4 {
-            let cur = self.memory_load(t).await?;
+            let cur = self.memory_load(shelf).await?;
             let (next, out) = match f(&cur.entries) {
                 Ok(x) => x,
                 Err(refusal) => return Ok(Err(refusal)),
@@ -72,8 +104,11 @@ impl App {
             writers.drain(..skip);
             let doc = Stored { version: cur.version + 1, entries, writers };
             let raw = serde_json::to_string(&doc).map_err(|e| AppError::BadRequest(e.to_string()))?;
-            self.inner.store.put_meta(t.meta_key(), &raw).await?;
-            if self.memory_load(t).await?.writers.contains(&mark) {
+            if let Some(owner) = &shelf.owner {
+                self.memory_index_owner(owner).await?;
+            }
+            self.inner.store.put_meta(&shelf.meta_key(), &raw).await?;
+            if self.memory_load(shelf).await?.writers.contains(&mark) {
                 return Ok(Ok(out));
             }
             tracing::warn!(target = t.as_str(), "memory write was overwritten by another process; applying it again");
@@ -82,9 +117,11 @@ impl App {
     }
 
     /// Applies one op for the `memory` tool: Hermes' success result, or the refusal text.
-    pub(in crate::app) async fn memory_apply(&self, t: Target, op: &Op) -> Result<Result<Value, String>, AppError> {
+    /// Its entries are the shelf's only, so a refusal quoting them quotes nobody else's.
+    pub(in crate::app) async fn memory_apply(&self, shelf: &Shelf, op: &Op) -> Result<Result<Value, String>, AppError> {
+        let t = shelf.target;
         let lim = self.memory_settings().limit(t);
-        self.memory_write(t, |entries| {
+        self.memory_write(shelf, |entries| {
             let applied = memory::apply(entries, op, lim)?;
             let after = applied.entries.clone().unwrap_or_else(|| entries.to_vec());
             let result = json!({
@@ -102,13 +139,19 @@ impl App {
     /// the skills index (`app::skills`). A store failure leaves the snapshot out for this
     /// turn, never the turn.
     /// The snapshot note is passed as already read (`Some(None)`: absent); `None` reads it.
-    pub(in crate::app) async fn memory_system_prompt_from(&self, session: &SessionId, known: Option<Option<&str>>) -> String {
+    /// The user profile in it is `origin`'s (per-user profiles) or the shared one.
+    pub(in crate::app) async fn memory_system_prompt_from(
+        &self,
+        session: &SessionId,
+        known: Option<Option<&str>>,
+        origin: Option<&Origin>,
+    ) -> String {
         let base = self.system_prompt();
         let m = self.memory_settings();
         if !m.memory_enabled && !m.user_profile_enabled {
             return base;
         }
-        let snapshot = match self.session_snapshot(session, known).await {
+        let snapshot = match self.session_snapshot(session, known, origin).await {
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!(session_id = %session, error = %e, "memory snapshot unavailable; turn runs without it");
@@ -125,7 +168,12 @@ impl App {
 
     /// The session's frozen snapshot: its note (`known` when the caller read it), or, on its
     /// first turn, the memory rendered now and stored as the note.
-    async fn session_snapshot(&self, session: &SessionId, known: Option<Option<&str>>) -> Result<String, AppError> {
+    async fn session_snapshot(
+        &self,
+        session: &SessionId,
+        known: Option<Option<&str>>,
+        origin: Option<&Origin>,
+    ) -> Result<String, AppError> {
         let raw = match known {
             Some(k) => k.map(str::to_string),
             None => self.inner.store.turn_read(session, 0, &[SNAPSHOT_NOTE]).await?.notes.remove(SNAPSHOT_NOTE),
@@ -134,17 +182,17 @@ impl App {
             let v: Value = serde_json::from_str(&raw).unwrap_or_default();
             return Ok(v["text"].as_str().unwrap_or_default().to_string());
         }
-        let text = self.render_snapshot().await?;
+        let text = self.render_snapshot(origin).await?;
         self.inner.store.turn_put_note(session, SNAPSHOT_NOTE, Some(&json!({"text": text}).to_string())).await?;
         Ok(text)
     }
 
-    /// The enabled stores' blocks as they are now.
-    async fn render_snapshot(&self) -> Result<String, AppError> {
+    /// The enabled stores' blocks as they are now, the user profile `origin`'s.
+    async fn render_snapshot(&self, origin: Option<&Origin>) -> Result<String, AppError> {
         let m = self.memory_settings();
         let mut blocks = Vec::new();
         for t in Target::ALL.into_iter().filter(|t| m.enabled(*t)) {
-            let b = memory::render_block(t, &self.memory_load(t).await?.entries, m.limit(t));
+            let b = memory::render_block(t, &self.memory_load(&self.memory_shelf(t, origin)).await?.entries, m.limit(t));
             if !b.is_empty() {
                 blocks.push(b);
             }
@@ -183,9 +231,9 @@ impl App {
         let now = self.inner.clock.now();
         let mut live = Vec::new();
         for t in Target::ALL.into_iter().filter(|t| m.enabled(*t)) {
-            live.push((t, self.memory_load(t).await?.entries));
+            live.push((t, self.memory_load(&self.memory_shelf(t, Some(origin))).await?.entries));
         }
-        let mut prompt = vec![Message::text(Role::System, self.chat_system_prompt(session).await, now)];
+        let mut prompt = vec![Message::text(Role::System, self.chat_system_prompt_from(session, None, Some(origin)).await, now)];
         prompt.extend(
             transcript
                 .iter()
@@ -220,30 +268,53 @@ impl App {
 
     /// Memory for people: the CLI and the dashboard.
     pub fn memory(&self) -> Memory {
-        Memory { app: self.clone() }
+        Memory { app: self.clone(), owner: None }
     }
 }
 
-/// The two memory stores as people see and edit them (`memory show|edit`, the dashboard's
-/// Memory tab, `GET/PUT /api/memory`). Cheap to clone.
+/// The two memory stores as people see and edit them (`memory show|edit [--user OWNER]`, the
+/// dashboard's Memory tab, `GET/PUT /api/memory[?user=OWNER]`): the agent's notes and the
+/// shared profile, or, with an owner, that user's profile. Cheap to clone.
 #[derive(Clone)]
 pub struct Memory {
     app: App,
+    /// Whose profile `user` is (`None`: the shared one).
+    owner: Option<String>,
 }
 
 impl Memory {
-    /// Both stores: entries, usage, limit and whether each is enabled.
+    /// The same view on `owner`'s profile (`platform:user_id` or `id:<name>`; `None`: shared).
+    pub fn user(self, owner: Option<String>) -> Self {
+        Self { owner: owner.map(|o| o.trim().to_string()).filter(|o| !o.is_empty()), ..self }
+    }
+
+    fn shelf(&self, t: Target) -> Shelf {
+        Shelf::new(t, self.owner.clone())
+    }
+
+    /// Both stores: entries, usage, limit and whether each is enabled; `profiles` lists the
+    /// per-user profiles with their entries and `user_profile` the mode in use.
     pub async fn show(&self) -> Result<Value, AppError> {
         let m = self.app.memory_settings();
+        let view = |entries: &[String], t: Target| {
+            let lim = m.limit(t);
+            json!({
+                "entries": entries, "chars": memory::char_count(entries), "limit": lim,
+                "usage": memory::usage(entries, lim), "enabled": m.enabled(t),
+            })
+        };
         let mut out = json!({});
         for t in Target::ALL {
-            let entries = self.app.memory_load(t).await?.entries;
-            let lim = m.limit(t);
-            out[t.as_str()] = json!({
-                "entries": entries, "chars": memory::char_count(&entries), "limit": lim,
-                "usage": memory::usage(&entries, lim), "enabled": m.enabled(t),
-            });
+            out[t.as_str()] = view(&self.app.memory_load(&self.shelf(t)).await?.entries, t);
         }
+        let mut profiles = serde_json::Map::new();
+        for owner in self.app.memory_profile_owners().await? {
+            let entries = self.app.memory_load(&Shelf::new(Target::User, Some(owner.clone()))).await?.entries;
+            profiles.insert(owner, view(&entries, Target::User));
+        }
+        out["profiles"] = Value::Object(profiles);
+        out["user_profile"] = json!(if self.app.inner.cfg.per_user_profile() { "per_user" } else { "shared" });
+        out["owner"] = json!(self.owner);
         Ok(out)
     }
 
@@ -252,7 +323,7 @@ impl Memory {
         let m = self.app.memory_settings();
         let mut out = Vec::new();
         for t in Target::ALL {
-            out.push((t, self.app.memory_load(t).await?.entries, m.limit(t)));
+            out.push((t, self.app.memory_load(&self.shelf(t)).await?.entries, m.limit(t)));
         }
         Ok(out)
     }
@@ -269,7 +340,7 @@ impl Memory {
         }
         for (t, entries) in clean {
             let want = entries.clone();
-            let wrote = self.app.memory_write(t, move |cur| Ok(((cur != want.as_slice()).then(|| want.clone()), ()))).await?;
+            let wrote = self.app.memory_write(&self.shelf(t), move |cur| Ok(((cur != want.as_slice()).then(|| want.clone()), ()))).await?;
             wrote.map_err(AppError::BadRequest)?;
             tracing::info!(target = t.as_str(), entries = entries.len(), "memory edited");
         }

@@ -32,9 +32,10 @@ impl Jobs {
         jobfile::parse_job(v, self.app.now(), self.app.timezone()).map_err(AppError::BadRequest)
     }
 
-    /// Creates a job from a parsed spec (`declared`: it comes from jobs.json).
+    /// Creates a job from a parsed spec (`declared`: it comes from jobs.json). The operator's
+    /// jobs are held to the delivery policy too (docs/who-sees-what.md).
     pub async fn create(&self, spec: JobSpec, declared: bool) -> Result<Job, AppError> {
-        self.app.create_job(spec, declared).await
+        self.app.create_job(spec, declared, None).await
     }
 
     /// Creates a job from a jobs.json-style object (API, CLI).
@@ -50,7 +51,7 @@ impl Jobs {
 
     /// Updates definition fields from a JSON patch.
     pub async fn update(&self, id: &str, patch: &Value) -> Result<Job, AppError> {
-        self.app.update_job(id, patch).await
+        self.app.update_job(id, patch, None).await
     }
 
     /// Pauses or resumes a job.

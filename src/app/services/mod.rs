@@ -7,13 +7,16 @@
 //!   resetting conversations, importing Hermes sessions.
 //! - [`Jobs`]: job CRUD, jobs.json sync, fires and manual runs, run history, timer
 //!   reconciliation, scheduler status.
+//! - [`Pairing`]: DM pairing's pending codes and approved users (list, approve, revoke).
 //! - [`Recovery`]: sweeps, the ticker's pass, shutdown and drain.
 
 mod jobs;
+mod pairing;
 mod recovery;
 mod sessions;
 
 pub use jobs::Jobs;
+pub use pairing::{ApprovedView, Paired, Pairing, PairingList, PendingView};
 pub use recovery::Recovery;
 pub use sessions::{Reset, Sessions};
 

@@ -49,6 +49,9 @@ impl App {
             Cmd::Status => self.cmd_status(key).await?,
             Cmd::Resume(id) => self.cmd_resume(key, id).await?,
             Cmd::Help => HELP.to_string(),
+            Cmd::Sessions => self.cmd_resume(key, None).await?,
+            Cmd::Usage => self.cmd_usage(key).await?,
+            Cmd::Whoami => self.cmd_whoami(&msg.origin),
             Cmd::Queue(_) => String::new(),
         };
         if let Some(e) = self.inner.store.get_entry(key).await? {
@@ -160,6 +163,34 @@ impl App {
             Ok(format!("↩ Resumed session {id} ({n} messages)."))
         })
         .await
+    }
+
+    /// `/usage`, in Hermes' wording (`gateway.usage.*`).
+    async fn cmd_usage(&self, key: &SessionKey) -> Result<String, AppError> {
+        let Some(e) = self.inner.store.get_entry(key).await? else { return Ok("No session yet.".into()) };
+        Ok(format!(
+            "📊 **Session Token Usage**\nModel: `{}`\nInput tokens: {}\nOutput tokens: {}\nTotal: {}",
+            self.model_name(),
+            e.input_tokens,
+            e.output_tokens,
+            e.input_tokens.saturating_add(e.output_tokens)
+        ))
+    }
+
+    /// `/whoami`, as Hermes' `_handle_whoami_command`: the tier is `admin` for a user in
+    /// `admin_users` or `cron.admin_users`, `unrestricted` when both are empty, else `user`. Every command
+    /// is open to every allowed user here.
+    fn cmd_whoami(&self, origin: &crate::core::ids::Origin) -> String {
+        let scope = if origin.chat_type == crate::core::ids::ChatType::Dm { "DM" } else { "group/channel" };
+        let user = origin.user_id.as_deref().unwrap_or("?");
+        let tier = if self.access().admin_users.is_empty() {
+            "unrestricted (no admin list configured for this scope)"
+        } else if self.is_admin(Some(origin)) {
+            "**admin**"
+        } else {
+            "user"
+        };
+        format!("**You** — {} ({scope})\nUser ID: `{user}`\nTier: {tier}\nSlash commands: all available", origin.platform)
     }
 
     /// Extra `/status` lines from other capabilities (scheduled jobs for this chat).

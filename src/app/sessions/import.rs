@@ -146,7 +146,9 @@ pub enum Copied {
     Kept,
 }
 
-/// Copies one file unless the destination exists (idempotent; never overwrites).
+/// Copies one file unless the destination exists (idempotent; never overwrites). What is
+/// imported (SOUL.md, memory files, skills, jobs) is private: files 0600, the directories
+/// made for them 0700, whatever the source's modes.
 pub fn copy_file(from: &Path, to: &Path) -> std::io::Result<Copied> {
     if !from.is_file() {
         return Ok(Copied::NoSource);
@@ -155,22 +157,43 @@ pub fn copy_file(from: &Path, to: &Path) -> std::io::Result<Copied> {
         return Ok(if std::fs::read(from)? == std::fs::read(to)? { Copied::Same } else { Copied::Kept });
     }
     if let Some(dir) = to.parent() {
-        std::fs::create_dir_all(dir)?;
+        private_dir(dir)?;
     }
-    std::fs::copy(from, to)?;
+    copy_private(from, to)?;
     Ok(Copied::Yes)
+}
+
+/// Creates `dir` and its missing parents with mode 0700.
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut b = std::fs::DirBuilder::new();
+    b.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+    b.create(dir)
+}
+
+/// Copies the bytes of `from` to a new file `to` created with mode 0600 (not the source's
+/// mode, which `std::fs::copy` would keep).
+fn copy_private(from: &Path, to: &Path) -> std::io::Result<()> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+    let mut out = opts.open(to)?;
+    std::io::copy(&mut std::fs::File::open(from)?, &mut out)?;
+    Ok(())
 }
 
 /// Copies a directory tree (regular files and directories; symlinks are not followed).
 fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
+    private_dir(to)?;
     for e in std::fs::read_dir(from)? {
         let e = e?;
         let t = e.file_type()?;
         if t.is_dir() {
             copy_tree(&e.path(), &to.join(e.file_name()))?;
         } else if t.is_file() {
-            std::fs::copy(e.path(), to.join(e.file_name()))?;
+            copy_private(&e.path(), &to.join(e.file_name()))?;
         }
     }
     Ok(())
@@ -253,6 +276,42 @@ pub fn env_names(text: &str) -> Vec<String> {
     out.sort();
     out.dedup();
     out
+}
+
+/// One platform's approved users by id, as in Hermes' `<platform>-approved.json`.
+pub type ApprovedList = std::collections::BTreeMap<String, crate::core::pairing::Approved>;
+
+/// Hermes' approved pairing lists (`gateway/pairing.py`): `<platform>-approved.json` under
+/// `platforms/pairing/` and the legacy `pairing/` (which Hermes prefers when it has content,
+/// so its entries win), by platform. Unreadable files and bad platform names become notes.
+pub fn approved_lists(src: &Path) -> (Vec<(String, ApprovedList)>, Vec<String>) {
+    use crate::core::pairing::Approved;
+    let mut by: std::collections::BTreeMap<String, ApprovedList> = Default::default();
+    let mut notes = Vec::new();
+    for dir in [src.join("platforms").join("pairing"), src.join("pairing")] {
+        let Ok(rd) = std::fs::read_dir(&dir) else { continue };
+        let mut files: Vec<_> = rd.flatten().map(|e| e.path()).collect();
+        files.sort();
+        for f in files {
+            let Some(platform) = f.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix("-approved.json")) else { continue };
+            if platform.starts_with('_') || !crate::core::pairing::is_platform_name(platform) {
+                notes.push(format!("{} skipped: `{platform}` is not a platform name", f.display()));
+                continue;
+            }
+            let parsed =
+                std::fs::read_to_string(&f).ok().and_then(|t| serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&t).ok());
+            let Some(map) = parsed else {
+                notes.push(format!("{} skipped: not a JSON object", f.display()));
+                continue;
+            };
+            let slot = by.entry(platform.to_string()).or_default();
+            for (id, v) in map {
+                let a = serde_json::from_value::<Approved>(v).unwrap_or(Approved { user_name: String::new(), approved_at: 0.0 });
+                slot.insert(id, a);
+            }
+        }
+    }
+    (by.into_iter().collect(), notes)
 }
 
 #[cfg(test)]

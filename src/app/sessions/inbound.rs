@@ -48,8 +48,6 @@ pub struct Outcome {
     pub streamed: bool,
 }
 
-/// The refusal sent to users who are not on the allow list.
-pub const REFUSAL: &str = "⛔ Sorry, this agent is private and you are not on its allow list. Ask its owner to add your user id.";
 /// Told to senders while `serve` is shutting down (their message is stored).
 pub const RESTARTING: &str = "⚠️ Gateway restarting — your message is saved and will be answered after the restart.";
 
@@ -105,10 +103,10 @@ impl App {
         let key = SessionKey::derive_in(self.profile(), &msg.origin, self.key_rules());
         tracing::Span::current().record("session_key", key.as_str());
         let mut out = Outcome { session_key: key.to_string(), ..Outcome::default() };
-        if !self.is_allowed(&msg.origin) {
-            tracing::info!(user_id = ?msg.origin.user_id, "refused: not on the allow list");
-            self.reply(&msg.origin, msg.reply, REFUSAL).await;
+        // Allow lists, then DM pairing; an unknown sender gets no turn (docs/pairing.md).
+        if let crate::app::sessions::pairing::Admission::Denied(text) = self.admit(&msg).await? {
             out.refused = true;
+            out.reply = text;
             return Ok(out);
         }
         let dedupe = Self::inbound_id(&msg);

@@ -2,7 +2,7 @@
 //! lazy reset check, the lease or the two-level queue, the turn, the reply), the session
 //! commands typed in a chat ([`commands`]), the acceptance signal for transports that must
 //! not wait for a whole turn ([`accept`]), starting a fresh conversation ([`lifecycle`]),
-//! files that come with a message ([`media`]) and bringing a Hermes home over ([`import`]).
+//! files that come with a message ([`media`]), DM pairing ([`pairing`]) and bringing a Hermes home over ([`import`]).
 //!
 //! Calls run one way: `inbound` → `commands` / `media` / `lifecycle` → `app::turn`.
 
@@ -12,3 +12,4 @@ pub mod import;
 pub(in crate::app) mod inbound;
 pub(in crate::app) mod lifecycle;
 pub(in crate::app) mod media;
+pub(in crate::app) mod pairing;

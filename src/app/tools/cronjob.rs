@@ -1,6 +1,7 @@
 //! `cronjob`: lets users schedule and manage jobs in plain language from a chat. It is not
 //! offered inside job runs (a job cannot schedule jobs). In a chat it lists and manages only
-//! the jobs made from that chat (their origin), unless the sender is in `cron.admin_users`.
+//! the jobs made from that chat (their origin), unless the sender is an admin (`admin_users`,
+//! `cron.admin_users`); `deliver` targets are held to the delivery policy (docs/who-sees-what.md).
 
 use super::{Tool, ToolCtx, ToolError, ToolOutput, TurnKind};
 use crate::app::{App, FireStatus};
@@ -16,6 +17,10 @@ pub struct Cronjob;
 #[async_trait]
 impl Tool for Cronjob {
     fn name(&self) -> &str {
+        "cronjob"
+    }
+
+    fn toolset(&self) -> &str {
         "cronjob"
     }
 
@@ -61,7 +66,7 @@ pub fn job_view(j: &Job) -> Value {
 }
 
 /// Which jobs a caller may see and manage: only those made from its chat, or all of them
-/// for a user in `cron.admin_users`.
+/// for an admin.
 struct Scope<'a> {
     /// The caller's chat (`None`: no chat, every job).
     origin: Option<&'a Origin>,
@@ -79,27 +84,52 @@ impl Scope<'_> {
     }
 }
 
-/// Whether the sender is in `cron.admin_users` (a bare user id, or `platform:user_id`).
-fn is_admin(app: &App, origin: Option<&Origin>) -> bool {
-    let Some((o, user)) = origin.and_then(|o| o.user_id.as_deref().map(|u| (o, u))) else { return false };
-    let qualified = format!("{}:{user}", o.platform);
-    app.inner.cfg.settings.cron.admin_users.iter().any(|a| a.trim() == user || a.trim() == qualified)
+/// The one answer for a job the caller cannot reach, whether it exists elsewhere or not.
+fn no_job(id: &str) -> String {
+    format!("no job `{id}`")
 }
 
-/// Resolves `id` to a job the scope covers; one outside it is reported as not found, so
-/// another chat's jobs are not even confirmed to exist.
+/// Resolves `id` (an id, else an exact name) among the jobs the scope covers; anything outside
+/// it is not looked at, so the answer for another chat's job is the answer for no job.
 async fn scoped_job(app: &App, scope: &Scope<'_>, id: &str) -> Result<Job, String> {
-    match app.find_job(id).await {
-        Ok(j) if scope.covers(&j) => Ok(j),
-        Ok(_) => Err(format!("no job `{id}` in this chat")),
-        Err(e) => Err(e.to_string()),
+    let store = &app.inner.store;
+    if let Some(j) = store.get_job(id).await.map_err(|e| e.to_string())?.filter(|j| scope.covers(j)) {
+        return Ok(j);
+    }
+    let all = store.list_jobs().await.map_err(|e| e.to_string())?;
+    let mut hits = all.into_iter().filter(|j| j.name == id && scope.covers(j));
+    match (hits.next(), hits.next()) {
+        (Some(j), None) => Ok(j),
+        (Some(_), Some(_)) => Err(format!("several jobs are named `{id}`; use the id")),
+        _ => Err(no_job(id)),
+    }
+}
+
+/// The shortest gap between runs this caller may schedule: 60 s in a chat, the configured
+/// `cron.min_interval_seconds` for an admin.
+fn min_gap(app: &App, scope: &Scope<'_>) -> i64 {
+    let admin = i64::try_from(app.inner.cfg.settings.cron.min_interval_seconds).unwrap_or(i64::MAX);
+    if scope.admin { admin.max(1) } else { CHAT_MIN_GAP_SECS }
+}
+
+/// A chat user's jobs run at most once a minute, in every schedule form.
+const CHAT_MIN_GAP_SECS: i64 = 60;
+
+/// Refuses a schedule whose runs would come closer than `min` seconds (any form: an
+/// interval, a 5- or 6-field cron).
+fn hold_to(schedule: &crate::core::schedule::Schedule, min: i64) -> Result<(), String> {
+    match schedule.shortest_gap_secs() {
+        Some(gap) if gap < min => {
+            Err(format!("`{}` would run every {gap} s; jobs made in a chat run at most once every {min} s", schedule.to_text()))
+        }
+        _ => Ok(()),
     }
 }
 
 async fn cronjob(app: &App, mut args: Value, origin: Option<&Origin>) -> Result<Value, String> {
     let action = args["action"].as_str().unwrap_or_default().to_string();
     let id = args["job_id"].as_str().map(str::to_string);
-    let scope = Scope { origin, admin: is_admin(app, origin) };
+    let scope = Scope { origin, admin: app.is_admin(origin) };
     let need_id = async || {
         let id = id.clone().ok_or_else(|| format!("`job_id` is required for {action}"))?;
         scoped_job(app, &scope, &id).await.map(|j| j.id)
@@ -107,15 +137,30 @@ async fn cronjob(app: &App, mut args: Value, origin: Option<&Origin>) -> Result<
     let e = |e: crate::app::AppError| e.to_string();
     match action.as_str() {
         "create" => {
-            if args.get("id").is_none() && args.get("name").is_none() {
+            if scope.origin.is_some() && !scope.admin {
+                // A fresh id, never one derived from the name: an id taken in another chat
+                // would otherwise be refused, which tells that the job exists.
+                args["id"] = json!(crate::core::job::new_id());
+                if let Some(name) = args["name"].as_str()
+                    && scoped_job(app, &scope, name).await.is_ok()
+                {
+                    return Err(format!("a job named `{name}` already exists in this chat"));
+                }
+            } else if args.get("id").is_none() && args.get("name").is_none() {
                 args["id"] = json!(crate::core::job::new_id());
             }
             if let Some(o) = origin {
-                args["origin"] =
-                    json!(JobOrigin { platform: o.platform.clone(), chat_id: o.chat_id.clone(), thread_id: o.thread_id.clone() });
+                args["origin"] = json!(JobOrigin {
+                    platform: o.platform.clone(),
+                    chat_id: o.chat_id.clone(),
+                    thread_id: o.thread_id.clone(),
+                    user_id: o.user_id.clone(),
+                    chat_type: Some(o.chat_type),
+                });
             }
             let spec = jobfile::parse_job(&args, app.inner.clock.now(), app.inner.cfg.tz)?;
-            let job = app.create_job(spec, false).await.map_err(e)?;
+            hold_to(&spec.schedule, min_gap(app, &scope))?;
+            let job = app.create_job(spec, false, origin).await.map_err(e)?;
             Ok(json!({"created": job_view(&job)}))
         }
         "list" => {
@@ -128,7 +173,11 @@ async fn cronjob(app: &App, mut args: Value, origin: Option<&Origin>) -> Result<
                 // A job's chat is where it was made: a chat cannot move one in or out.
                 o.retain(|k, _| !matches!(k.as_str(), "action" | "job_id" | "origin"));
             }
-            Ok(json!({"updated": job_view(&app.update_job(&need_id().await?, &patch).await.map_err(e)?)}))
+            if let Some(s) = patch.get("schedule") {
+                let parsed = crate::core::schedule::parse_value(s, app.inner.clock.now(), app.inner.cfg.tz).map_err(|e| e.to_string())?;
+                hold_to(&parsed, min_gap(app, &scope))?;
+            }
+            Ok(json!({"updated": job_view(&app.update_job(&need_id().await?, &patch, origin).await.map_err(e)?)}))
         }
         "pause" => Ok(json!({"paused": job_view(&app.set_paused(&need_id().await?, true).await.map_err(e)?)})),
         "resume" => Ok(json!({"resumed": job_view(&app.set_paused(&need_id().await?, false).await.map_err(e)?)})),

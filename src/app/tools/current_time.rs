@@ -13,6 +13,10 @@ impl Tool for CurrentTime {
         "current_time"
     }
 
+    fn toolset(&self) -> &str {
+        "time"
+    }
+
     fn description(&self) -> &str {
         "Current date and time in the agent's configured timezone."
     }

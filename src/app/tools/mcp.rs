@@ -3,12 +3,16 @@
 //! (`mcp_tools:<server>`, kept `mcp_cache_seconds`) so a start registers them without
 //! connecting, and one connection per server and process, opened on the first call.
 //!
-//! Must not know: the rmcp SDK (that is `clients::mcp`), transports of the gateway.
+//! Servers are reached through the MCP port ([`McpConnector`], chosen at wiring time); an entry
+//! becomes an [`McpEndpoint`] here, and the entries this process cannot use (no transport,
+//! stdio on Lambda) are refused here, before any connection.
+//!
+//! Must not know: the rmcp SDK or its transports (the adapter's), transports of the gateway.
 
 use super::{Tool, ToolCtx, ToolError, ToolOutput};
 use crate::app::App;
-use crate::clients::mcp::{McpCallResult, McpConnection, McpError, McpTool, Transport, result_json};
 use crate::config::{McpServer, Settings};
+use crate::ports::{McpCallResult, McpConnector, McpEndpoint, McpError, McpSession, McpTool};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -31,10 +35,15 @@ pub struct McpHub {
 /// One configured server: its entry, this process's connection and what it last saw.
 pub(in crate::app) struct Server {
     name: String,
+    /// Its tools' Hermes toolset, `mcp-<server>`.
+    toolset: String,
     cfg: McpServer,
+    /// How it is reached (`None`: the entry has neither `url` nor `command`).
+    endpoint: Option<McpEndpoint>,
     on_lambda: bool,
     cache_secs: u64,
-    conn: tokio::sync::Mutex<Option<Arc<McpConnection>>>,
+    connector: Arc<dyn McpConnector>,
+    conn: tokio::sync::Mutex<Option<Arc<dyn McpSession>>>,
     live: Mutex<Live>,
 }
 
@@ -59,8 +68,9 @@ struct Cached {
 }
 
 impl McpHub {
-    /// The enabled entries of `mcp_servers`. `on_lambda` refuses stdio servers.
-    pub fn from_settings(s: &Settings, on_lambda: bool) -> Self {
+    /// The enabled entries of `mcp_servers`, reached through `connector`. `on_lambda` refuses
+    /// stdio servers.
+    pub fn from_settings(s: &Settings, on_lambda: bool, connector: Arc<dyn McpConnector>) -> Self {
         let servers = s
             .mcp_servers
             .iter()
@@ -68,9 +78,12 @@ impl McpHub {
             .map(|(name, cfg)| {
                 Arc::new(Server {
                     name: name.clone(),
+                    toolset: format!("mcp-{name}"),
                     cfg: cfg.clone(),
+                    endpoint: endpoint(cfg),
                     on_lambda,
                     cache_secs: s.mcp_cache_seconds,
+                    connector: connector.clone(),
                     conn: tokio::sync::Mutex::new(None),
                     live: Mutex::new(Live { state: "not fetched".into(), ..Live::default() }),
                 })
@@ -89,22 +102,18 @@ impl Server {
         self.live().state = state.into();
     }
 
-    fn transport(&self) -> Option<Transport> {
-        Transport::of(&self.cfg)
-    }
-
     /// Why this server cannot be used in this process, if so.
     fn refusal(&self) -> Option<String> {
-        match self.transport() {
+        match self.endpoint {
             None => Some("refused: the entry has neither `url` nor `command`".into()),
-            Some(Transport::Stdio) if self.on_lambda => Some("refused: stdio servers run only self-hosted, not on Lambda".into()),
+            Some(McpEndpoint::Stdio { .. }) if self.on_lambda => Some("refused: stdio servers run only self-hosted, not on Lambda".into()),
             Some(_) => None,
         }
     }
 
     fn source(&self) -> String {
-        match self.transport() {
-            Some(Transport::Http) => self.cfg.url.trim().to_string(),
+        match self.endpoint {
+            Some(McpEndpoint::Http { .. }) => self.cfg.url.trim().to_string(),
             _ => std::iter::once(self.cfg.command.as_str()).chain(self.cfg.args.iter().map(String::as_str)).collect::<Vec<_>>().join(" "),
         }
     }
@@ -123,15 +132,13 @@ impl Server {
     }
 
     /// The open connection, opened now if there is none (or it has closed).
-    async fn connection(&self) -> Result<Arc<McpConnection>, McpError> {
+    async fn connection(&self) -> Result<Arc<dyn McpSession>, McpError> {
         let mut slot = self.conn.lock().await;
         if let Some(c) = slot.as_ref().filter(|c| !c.is_closed()) {
             return Ok(c.clone());
         }
-        let timeout = secs(self.cfg.connect_timeout, DEFAULT_CONNECT_TIMEOUT);
-        match McpConnection::connect(&self.cfg, self.on_lambda, timeout).await {
+        match self.open().await {
             Ok(c) => {
-                let c = Arc::new(c);
                 *slot = Some(c.clone());
                 self.set_state("connected");
                 Ok(c)
@@ -143,9 +150,34 @@ impl Server {
         }
     }
 
+    /// A new session through the connector, unless the entry cannot be used here.
+    async fn open(&self) -> Result<Arc<dyn McpSession>, McpError> {
+        let endpoint = match &self.endpoint {
+            None => return Err(McpError::Refused("the entry has neither `url` nor `command`".into())),
+            Some(McpEndpoint::Stdio { .. }) if self.on_lambda => {
+                return Err(McpError::Refused(
+                    "stdio MCP servers (`command`) run only self-hosted, not on Lambda; use a `url` server".into(),
+                ));
+            }
+            Some(e) => e,
+        };
+        self.connector.connect(endpoint, secs(self.cfg.connect_timeout, DEFAULT_CONNECT_TIMEOUT)).await
+    }
+
     /// Forgets the connection (it failed); the next use reconnects.
     async fn drop_connection(&self) {
         *self.conn.lock().await = None;
+    }
+}
+
+/// How an entry is reached: `url` → Streamable HTTP, else `command` → stdio, else `None`.
+fn endpoint(cfg: &McpServer) -> Option<McpEndpoint> {
+    if !cfg.url.trim().is_empty() {
+        Some(McpEndpoint::Http { url: cfg.url.trim().to_string(), headers: cfg.headers.clone() })
+    } else if !cfg.command.trim().is_empty() {
+        Some(McpEndpoint::Stdio { command: cfg.command.clone(), args: cfg.args.clone(), env: cfg.env.clone() })
+    } else {
+        None
     }
 }
 
@@ -206,6 +238,10 @@ impl Tool for McpToolHandle {
         &self.name
     }
 
+    fn toolset(&self) -> &str {
+        &self.server.toolset
+    }
+
     fn description(&self) -> &str {
         &self.description
     }
@@ -233,12 +269,12 @@ impl Tool for McpToolHandle {
                 server.set_state(format!("error: {e}"));
                 return Err(fail(e));
             }
-            Err(e) => return Err(self.vanished_or(ctx.app, &conn, fail(e)).await),
+            Err(e) => return Err(self.vanished_or(ctx.app, conn.as_ref(), fail(e)).await),
         };
         if !server.fresh(ctx.now()) {
             // The list is stale: fetch it again after answering, outside this call's time.
             let (app, server) = (ctx.app.clone(), server.clone());
-            tokio::spawn(async move { refresh_with(&app, &server, &conn).await.ok() });
+            tokio::spawn(async move { refresh_with(&app, &server, conn.as_ref()).await.ok() });
         }
         Ok(output(&result))
     }
@@ -247,7 +283,7 @@ impl Tool for McpToolHandle {
 impl McpToolHandle {
     /// After a failed call: fetches the list again; a tool no longer listed is unregistered
     /// and the model told so, otherwise `err` stands.
-    async fn vanished_or(&self, app: &App, conn: &McpConnection, err: ToolError) -> ToolError {
+    async fn vanished_or(&self, app: &App, conn: &dyn McpSession, err: ToolError) -> ToolError {
         match refresh_with(app, &self.server, conn).await {
             Ok(tools) if !tools.iter().any(|t| t.name == self.remote) => ToolError::Failed(format!(
                 "`{}` is no longer offered by MCP server `{}` (its tool list changed); it was removed",
@@ -268,8 +304,17 @@ fn output(r: &McpCallResult) -> ToolOutput {
     ToolOutput::Json(result_json(r, &text))
 }
 
+/// Hermes' shape of a successful result: `{"result": text}` (plus `structuredContent`).
+fn result_json(r: &McpCallResult, text: &str) -> Value {
+    let mut v = json!({ "result": text });
+    if let Some(s) = &r.structured {
+        v["structuredContent"] = s.clone();
+    }
+    v
+}
+
 /// Fetches the tool list over `conn`, stores it and registers the tools.
-async fn refresh_with(app: &App, server: &Arc<Server>, conn: &McpConnection) -> Result<Vec<McpTool>, McpError> {
+async fn refresh_with(app: &App, server: &Arc<Server>, conn: &dyn McpSession) -> Result<Vec<McpTool>, McpError> {
     let tools = match conn.list_tools().await {
         Ok(t) => t,
         Err(e) => {
@@ -294,7 +339,7 @@ async fn refresh_with(app: &App, server: &Arc<Server>, conn: &McpConnection) -> 
 /// Connects (if needed) and fetches the tool list.
 async fn refresh(app: &App, server: &Arc<Server>) -> Result<Vec<McpTool>, McpError> {
     let conn = server.connection().await?;
-    refresh_with(app, server, &conn).await
+    refresh_with(app, server, conn.as_ref()).await
 }
 
 /// Replaces the server's registered tools with `tools`.

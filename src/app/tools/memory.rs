@@ -29,6 +29,10 @@ impl Tool for MemoryTool {
         "memory"
     }
 
+    fn toolset(&self) -> &str {
+        "memory"
+    }
+
     fn description(&self) -> &str {
         "Save durable facts to persistent memory that survive across sessions. Memory is injected into every future \
 session's system prompt, so keep entries compact and high-signal.\n\n\
@@ -80,7 +84,7 @@ SKIP: trivial/obvious info, easily re-discovered facts, raw data dumps, task pro
             "remove" => Op::Remove(old),
             other => return Err(ToolError::BadArgs(format!("Unknown action '{other}'. Use: add, replace, remove"))),
         };
-        match ctx.app.memory_apply(target, &op).await {
+        match ctx.app.memory_apply(&ctx.app.memory_shelf(target, ctx.origin), &op).await {
             Ok(Ok(v)) => Ok(ToolOutput::Json(v)),
             Ok(Err(refusal)) => Err(ToolError::Failed(refusal)),
             Err(e) => Err(ToolError::Failed(format!("memory is unavailable right now: {e}"))),

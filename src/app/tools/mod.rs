@@ -4,11 +4,14 @@
 //! the clock, the turn's deadline). The [`ToolRegistry`] is built once at wiring time
 //! ([`builtin`]), decides what a turn is offered, and runs calls by name: unknown names,
 //! malformed arguments, tool errors and time-outs go back to the model as the tool result,
-//! never as a failed turn.
+//! never as a failed turn. Every tool names its Hermes toolset, and the registry answers "the
+//! tools of these toolsets".
 //!
 //! Must not know: the turn loop (it only sees the registry), transports or adapters.
 //! How to add one: docs/design.md#add-tool.
 
+#[cfg(test)]
+mod access_tests;
 mod cronjob;
 mod current_time;
 pub mod mcp;
@@ -27,11 +30,12 @@ mod web_fetch;
 
 pub use cronjob::job_view;
 pub use registry::{DuplicateTool, ToolRegistry, ToolResult, Toolset};
-pub use web_fetch::{Limits as WebFetchLimits, Resolve, WebFetch};
+pub use web_fetch::{Limits as WebFetchLimits, WebFetch};
 
 use crate::app::App;
 pub use crate::app::types::TurnKind;
 use crate::core::ids::{Origin, SessionId};
+use crate::ports::{Fetcher, Resolve};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
@@ -40,9 +44,18 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
+/// The upstreams the built-in tools reach, chosen at wiring time (`runtime`) and handed in.
+#[derive(Clone)]
+pub struct ToolPorts {
+    /// Pinned GETs for the web tools.
+    pub fetcher: Arc<dyn Fetcher>,
+    /// Name lookups for the web tools' SSRF checks.
+    pub dns: Arc<dyn Resolve>,
+}
+
 /// The registry of the tools this build ships, in the order they are offered. Adding a
 /// tool is one line here.
-pub fn builtin() -> ToolRegistry {
+pub fn builtin(ports: &ToolPorts) -> ToolRegistry {
     let tools: [Arc<dyn Tool>; 8] = [
         Arc::new(current_time::CurrentTime),
         Arc::new(cronjob::Cronjob),
@@ -50,7 +63,7 @@ pub fn builtin() -> ToolRegistry {
         Arc::new(send_message::SendMessage),
         Arc::new(skills::SkillsList),
         Arc::new(skills::SkillView),
-        Arc::new(web_fetch::WebFetch::default()),
+        Arc::new(web_fetch::WebFetch::new(ports.fetcher.clone(), ports.dns.clone(), WebFetchLimits::default())),
         Arc::new(session_search::SessionSearch),
     ];
     let registry = ToolRegistry::default();
@@ -68,6 +81,11 @@ pub trait Tool: Send + Sync {
     /// The name the model calls it by (unique in a registry; may be built at run time, as
     /// MCP tools' `mcp_<server>_<tool>` are).
     fn name(&self) -> &str;
+
+    /// The Hermes toolset it belongs to (`memory`, `web`, `skills`, `cronjob`, …; an MCP
+    /// server's tools are `mcp-<server>`): what `enabled_toolsets` and `platform_toolsets`
+    /// name to switch it on ([`ToolRegistry::of_toolsets`]).
+    fn toolset(&self) -> &str;
 
     /// What it does, for the model.
     fn description(&self) -> &str;

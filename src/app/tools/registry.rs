@@ -45,6 +45,27 @@ impl ToolRegistry {
         self.tools.read().unwrap_or_else(PoisonError::into_inner).iter().map(|t| t.name().to_string()).collect()
     }
 
+    /// The names of the tools that belong to any of `toolsets` (Hermes' names: `web`,
+    /// `memory`, `mcp-<server>`, …), in registration order: what `enabled_toolsets` or a
+    /// platform's `platform_toolsets` switches on. An unknown toolset adds nothing.
+    pub fn of_toolsets(&self, toolsets: &[&str]) -> Vec<String> {
+        let tools = self.tools.read().unwrap_or_else(PoisonError::into_inner);
+        tools.iter().filter(|t| toolsets.contains(&t.toolset())).map(|t| t.name().to_string()).collect()
+    }
+
+    /// Every toolset that has a tool here, each once, in the order its first tool was
+    /// registered.
+    pub fn toolsets(&self) -> Vec<String> {
+        let tools = self.tools.read().unwrap_or_else(PoisonError::into_inner);
+        let mut sets: Vec<String> = Vec::new();
+        for t in tools.iter() {
+            if !sets.iter().any(|s| s == t.toolset()) {
+                sets.push(t.toolset().to_string());
+            }
+        }
+        sets
+    }
+
     /// The tools offered to the turn `ctx` describes. Taken once per turn, so the set cannot
     /// change under a running turn.
     pub fn toolset(&self, ctx: &ToolCtx<'_>) -> Toolset {
@@ -81,6 +102,11 @@ impl Toolset {
     /// This set narrowed to the tools named (a flush turn offers only `memory`).
     pub fn only(self, names: &[&str]) -> Self {
         Self { tools: self.tools.into_iter().filter(|t| names.contains(&t.name())).collect() }
+    }
+
+    /// This set narrowed to the tools of `toolsets` (the turn's enabled toolsets).
+    pub fn in_toolsets(self, toolsets: &[&str]) -> Self {
+        Self { tools: self.tools.into_iter().filter(|t| toolsets.contains(&t.toolset())).collect() }
     }
 
     /// Whether no tool is offered.

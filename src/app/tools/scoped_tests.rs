@@ -101,12 +101,22 @@ async fn cronjob_sees_only_its_chats_jobs_unless_admin() {
     make_job(&app, &b, "job-b").await;
     let (_, v) = run(&app, &a, "cronjob", json!({"action": "list"})).await;
     assert_eq!(job_names(&v), ["job-a"]);
-    for action in ["remove", "pause", "run", "update"] {
+    for action in ["remove", "pause", "run", "update", "resume"] {
+        // Another chat's job gets exactly the answer of a job that does not exist.
         let (err, v) = run(&app, &a, "cronjob", json!({"action": action, "job_id": "job-b", "prompt": "stolen"})).await;
-        assert!(err && v["error"].as_str().unwrap().contains("no job `job-b` in this chat"), "{action}: {v}");
+        let (_, none) = run(&app, &a, "cronjob", json!({"action": action, "job_id": "job-zz", "prompt": "stolen"})).await;
+        assert!(err, "{action}: {v}");
+        assert_eq!(v["error"].as_str().unwrap().replace("job-b", "X"), none["error"].as_str().unwrap().replace("job-zz", "X"), "{action}");
     }
+    // So does its id.
+    let (_, v) = run(&app, &b, "cronjob", json!({"action": "list"})).await;
+    let b_id = v["jobs"][0]["id"].as_str().unwrap().to_string();
+    let (_, by_id) = run(&app, &a, "cronjob", json!({"action": "pause", "job_id": b_id})).await;
+    assert_eq!(by_id["error"].as_str().unwrap(), format!("no job `{b_id}`"));
     let (_, v) = run(&app, &boss, "cronjob", json!({"action": "list"})).await;
-    assert_eq!(job_names(&v), ["job-a", "job-b"]);
+    let mut all = job_names(&v);
+    all.sort();
+    assert_eq!(all, ["job-a", "job-b"]);
     let (err, v) = run(&app, &boss, "cronjob", json!({"action": "remove", "job_id": "job-b"})).await;
     assert!(!err, "{v}");
     let (_, v) = run(&app, &b, "cronjob", json!({"action": "list"})).await;
@@ -123,4 +133,58 @@ async fn an_update_cannot_move_a_job_to_another_chat() {
     assert!(!err, "{v}");
     let (_, v) = run(&app, &a, "cronjob", json!({"action": "list"})).await;
     assert_eq!(job_names(&v), ["job-a"]);
+}
+
+#[tokio::test]
+async fn create_does_not_tell_that_another_chat_has_the_name() {
+    let app = app("");
+    let (a, b) = (chat("A", "ann"), chat("B", "bob"));
+    make_job(&app, &b, "standup").await;
+    let create = json!({"action": "create", "name": "standup", "schedule": "every 1h", "prompt": "p"});
+    let (err, taken) = run(&app, &a, "cronjob", create.clone()).await;
+    assert!(!err, "a name taken in another chat is free in this one: {taken}");
+    let (err, v) = run(&app, &a, "cronjob", json!({"action": "create", "name": "fresh", "schedule": "every 1h", "prompt": "p"})).await;
+    assert!(!err, "{v}");
+    let id = |v: &Value| v["created"]["id"].as_str().unwrap().to_string();
+    assert!(id(&taken) != "standup" && id(&v) != "fresh", "ids are never derived from the name in a chat: {taken} {v}");
+    assert_eq!(id(&taken).len(), id(&v).len());
+    let (err, again) = run(&app, &a, "cronjob", create).await;
+    assert!(err && again["error"].as_str().unwrap().contains("already exists in this chat"), "{again}");
+    let mut paused = Vec::new();
+    for chat in [&a, &b] {
+        let (err, v) = run(&app, chat, "cronjob", json!({"action": "pause", "job_id": "standup"})).await;
+        assert!(!err && v["paused"]["name"] == "standup", "{v}");
+        paused.push(v["paused"]["id"].as_str().unwrap().to_string());
+    }
+    assert!(paused[0] == id(&taken) && paused[0] != paused[1], "each chat reaches its own `standup`: {paused:?}");
+}
+
+#[tokio::test]
+async fn a_chat_holds_every_schedule_form_to_a_minute() {
+    let app = app("cron: {admin_users: ['boss'], min_interval_seconds: 10}\n");
+    let (a, boss) = (chat("A", "ann"), chat("C", "boss"));
+    let create = |s: &str| json!({"action": "create", "name": format!("j{}", s.len()), "schedule": s, "prompt": "p"});
+    for schedule in ["* * * * * *", "*/30 * * * * *", "0,30 * * * * *", "every 30s", "*/10 * * * * *"] {
+        let (err, v) = run(&app, &a, "cronjob", create(schedule)).await;
+        assert!(err, "{schedule}: {v}");
+    }
+    for schedule in ["0 * * * * *", "* * * * *", "every 1m"] {
+        let (err, v) = run(&app, &a, "cronjob", json!({"action": "create", "name": schedule, "schedule": schedule, "prompt": "p"})).await;
+        assert!(!err, "{schedule}: {v}");
+    }
+    let (err, v) = run(&app, &a, "cronjob", json!({"action": "update", "job_id": "every 1m", "schedule": "* * * * * *"})).await;
+    assert!(err && v["error"].as_str().unwrap().contains("at most once every 60 s"), "an update too: {v}");
+    // An admin goes down to cron.min_interval_seconds, and no lower.
+    let (err, v) = run(&app, &boss, "cronjob", create("*/10 * * * * *")).await;
+    assert!(!err, "{v}");
+    let (err, v) = run(&app, &boss, "cronjob", create("*/5 * * * * *")).await;
+    assert!(err && v["error"].as_str().unwrap().contains("10 s"), "{v}");
+    // The operator's doors keep their forms: the REST/CLI path takes a per-second cron.
+    let spec = crate::core::jobfile::parse_job(
+        &json!({"id": "op", "schedule": "* * * * * *", "prompt": "p"}),
+        NOW.parse().unwrap(),
+        app.inner.cfg.tz,
+    )
+    .unwrap();
+    assert!(app.jobs().create(spec, false).await.is_ok());
 }

@@ -4,7 +4,9 @@
 //! home channel, `<platform>:<chat_id>[:<thread_id>]`) on a platform that can send now, and
 //! sends through the delivery ledger under a key derived from the call — the session, the
 //! tool call id and a digest of target and text — so a replayed call (a resumed turn, a
-//! model repeating the same call) is never sent twice.
+//! model repeating the same call) is never sent twice. A `<platform>:<chat_id>` target must pass
+//! the delivery policy (`core::access`, docs/who-sees-what.md); a refused one is a tool error
+//! and nothing is sent.
 //!
 //! Offered in chat turns only: Hermes' cron runs disable the messaging toolset (a job
 //! delivers its own output through its `deliver` targets).
@@ -42,6 +44,10 @@ struct Reachable {
 impl Tool for SendMessage {
     fn name(&self) -> &str {
         "send_message"
+    }
+
+    fn toolset(&self) -> &str {
+        "messaging"
     }
 
     fn description(&self) -> &str {
@@ -155,7 +161,14 @@ fn resolve(ctx: &ToolCtx<'_>, label: &str) -> Result<Target, ToolError> {
             ctx,
             &format!("No home channel set for {platform} ({}_HOME_CHANNEL)", crate::config::platform_env_prefix(platform)),
         )),
-        Some(chat) => Ok(Target { platform: platform.into(), chat_id: chat.into(), thread_id: parts.next().map(str::to_string) }),
+        Some(chat) => {
+            let thread = parts.next();
+            // The delivery policy: the current chat, home channels, allowed users' chats,
+            // `delivery.allow_targets`; admins anywhere (docs/who-sees-what.md).
+            let rules = ctx.app.access();
+            rules.check_delivery(rules.is_admin(ctx.origin), ctx.origin, platform, chat, thread).map_err(|e| invalid(ctx, &e))?;
+            Ok(Target { platform: platform.into(), chat_id: chat.into(), thread_id: thread.map(str::to_string) })
+        }
     }
 }
 

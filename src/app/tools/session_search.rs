@@ -3,7 +3,8 @@
 //! `core::search` (so no operator or stray quote is ever a store error); the store finds
 //! the matches (SQLite: FTS5 over every conversation; DynamoDB: the newest
 //! [`RECENT_SESSIONS`] conversations). The current conversation is left out: it is already in
-//! the model's context.
+//! the model's context. A caller who is not an admin searches only their own conversations
+//! (`App::search_owners`, docs/who-sees-what.md); the store applies that filter in its query.
 
 use super::{Tool, ToolCtx, ToolError, ToolOutput, parse_args};
 use crate::core::search::{RECENT_SESSIONS, SearchTerms};
@@ -44,6 +45,10 @@ impl Tool for SessionSearch {
         "session_search"
     }
 
+    fn toolset(&self) -> &str {
+        "session_search"
+    }
+
     fn description(&self) -> &str {
         "Search your past conversations with the user (other sessions of this agent; the current one is already in \
 your context). Full-text: every word must appear; put a phrase in double quotes to keep it together. Returns the \
@@ -69,8 +74,10 @@ not proof of what an external source contains now. On the DynamoDB store only th
         let query = a.query.unwrap_or_default();
         let terms = SearchTerms::parse(&query).map_err(|e| ToolError::BadArgs(format!("query: {e}")))?;
         let store = &ctx.app.inner.store;
+        // Only the caller's own conversations, unless they are an admin (docs/who-sees-what.md).
+        let owners = ctx.app.search_owners(ctx.session_id, ctx.origin).await;
         let hits = store
-            .search_messages(&terms, Some(ctx.session_id), limit(a.limit.as_ref()))
+            .search_messages(&terms, Some(ctx.session_id), owners.as_ref(), limit(a.limit.as_ref()))
             .await
             .map_err(|e| ToolError::Failed(format!("session search is unavailable right now: {e}")))?;
         let tz = &ctx.app.inner.cfg.tz;

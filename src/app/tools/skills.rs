@@ -22,6 +22,10 @@ impl Tool for SkillsList {
         "skills_list"
     }
 
+    fn toolset(&self) -> &str {
+        "skills"
+    }
+
     fn description(&self) -> &str {
         "List available skills (name + description). Use skill_view(name) to load full content."
     }
@@ -53,6 +57,10 @@ struct ViewArgs {
 impl Tool for SkillView {
     fn name(&self) -> &str {
         "skill_view"
+    }
+
+    fn toolset(&self) -> &str {
+        "skills"
     }
 
     fn description(&self) -> &str {

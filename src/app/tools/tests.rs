@@ -51,6 +51,9 @@ impl Tool for Probe {
     fn name(&self) -> &str {
         "probe"
     }
+    fn toolset(&self) -> &str {
+        "test"
+    }
     fn description(&self) -> &str {
         "test tool"
     }
@@ -72,9 +75,44 @@ impl Tool for Probe {
 #[test]
 fn builtin_names_are_unique_and_in_offer_order() {
     assert_eq!(
-        builtin().names(),
+        builtin(&crate::test_support::tool_ports()).names(),
         ["current_time", "cronjob", "memory", "send_message", "skills_list", "skill_view", "web_fetch", "session_search"]
     );
+}
+
+#[test]
+fn every_builtin_names_its_hermes_toolset_and_the_registry_answers_by_toolset() {
+    let r = builtin(&crate::test_support::tool_ports());
+    assert_eq!(r.toolsets(), ["time", "cronjob", "memory", "messaging", "skills", "web", "session_search"]);
+    for (set, tools) in [
+        ("time", &["current_time"][..]),
+        ("cronjob", &["cronjob"]),
+        ("memory", &["memory"]),
+        ("messaging", &["send_message"]),
+        ("skills", &["skills_list", "skill_view"]),
+        ("web", &["web_fetch"]),
+        ("session_search", &["session_search"]),
+    ] {
+        assert_eq!(r.of_toolsets(&[set]), tools, "{set}");
+    }
+    // Several toolsets: registration order, not the order asked for; unknown ones add nothing.
+    assert_eq!(r.of_toolsets(&["web", "terminal", "memory"]), ["memory", "web_fetch"]);
+    assert!(r.of_toolsets(&[]).is_empty() && r.of_toolsets(&["Web", ""]).is_empty());
+    // A tool registered at run time joins its toolset, and leaves it when unregistered.
+    r.register(Arc::new(Echo)).unwrap();
+    assert_eq!(r.of_toolsets(&["echo", "time"]), ["current_time", "echo"]);
+    assert!(r.unregister("echo"));
+    assert!(r.of_toolsets(&["echo"]).is_empty() && !r.toolsets().contains(&"echo".to_string()));
+}
+
+#[test]
+fn a_turns_toolset_narrows_to_the_enabled_toolsets() {
+    let (app, sid, o) = (test_app(), sid(), origin());
+    let chat = app.inner.tools.toolset(&ctx(&app, &sid, Some(&o), TurnKind::Chat));
+    assert_eq!(names(&chat.in_toolsets(&["web", "skills"])), ["skills_list", "skill_view", "web_fetch"]);
+    // What a turn is not offered stays out, whatever the toolsets say.
+    let job = app.inner.tools.toolset(&ctx(&app, &sid, None, TurnKind::Job));
+    assert_eq!(names(&job.in_toolsets(&["cronjob", "time"])), ["current_time"]);
 }
 
 #[test]
@@ -239,6 +277,9 @@ struct EchoArgs {
 #[async_trait]
 impl Tool for Echo {
     fn name(&self) -> &str {
+        "echo"
+    }
+    fn toolset(&self) -> &str {
         "echo"
     }
     fn description(&self) -> &str {

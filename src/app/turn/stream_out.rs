@@ -1,6 +1,6 @@
 //! Where a streamed reply goes (docs/design.md#streaming): the origin's chat through the
 //! Delivery port, or the stream target of the transport that answers the message itself (a
-//! Discord interaction's follow-ups). One set of moves for the editor in `app/stream.rs`.
+//! Discord interaction's follow-ups). One set of moves for the editor in `app/turn/stream.rs`.
 
 use crate::app::App;
 use crate::ports::{DeliveryError, StreamTarget, Target};

@@ -28,6 +28,9 @@ pub fn definitions() -> Vec<Value> {
         command("queue", "Run this prompt as its own turn after the current one", Some(("prompt", "The prompt to queue", true))),
         command("status", "Session, queue and schedule information", None),
         command("resume", "List recent sessions, or switch back to one", Some(("session_id", "The session to resume", false))),
+        command("sessions", "List this chat's recent sessions", None),
+        command("usage", "Token usage of this session", None),
+        command("whoami", "Your platform, user id and access tier", None),
         command("help", "The list of commands", None),
     ]
 }
@@ -75,7 +78,7 @@ mod tests {
     #[test]
     fn every_definition_is_a_command_the_endpoint_understands() {
         let names: Vec<String> = definitions().iter().map(|d| d["name"].as_str().unwrap().to_string()).collect();
-        assert_eq!(names, ["ask", "new", "reset", "stop", "queue", "status", "resume", "help"]);
+        assert_eq!(names, ["ask", "new", "reset", "stop", "queue", "status", "resume", "sessions", "usage", "whoami", "help"]);
         for d in definitions() {
             let desc = d["description"].as_str().unwrap();
             assert!(!desc.is_empty() && desc.chars().count() <= 100, "Discord allows 1-100 characters: {desc}");

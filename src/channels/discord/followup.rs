@@ -2,7 +2,7 @@
 //! the interaction token (valid 15 minutes, no bot token needed), split at 2000 characters,
 //! and what the user sees for each outcome of a slash command.
 
-use crate::app::{AppError, Outcome, REFUSAL};
+use crate::app::{AppError, Outcome};
 use crate::channels::discord::rest::{LIMIT, classify};
 use crate::channels::{FollowUp, Sent, with_retry};
 use crate::clients::send_failure;
@@ -136,7 +136,8 @@ pub fn followup_texts(busy_mode: BusyInputMode, result: Result<Outcome, AppError
         return Vec::new();
     }
     if out.refused {
-        return vec![REFUSAL.to_string()];
+        // The refusal or the pairing code the app answered (nothing under `ignore`).
+        return out.reply.into_iter().collect();
     }
     if out.busy {
         let ack = if busy_mode == BusyInputMode::Queue { ACK_QUEUE } else { ACK_INTERRUPT };
@@ -154,6 +155,7 @@ pub fn followup_texts(busy_mode: BusyInputMode, result: Result<Outcome, AppError
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::app::REFUSAL;
 
     #[test]
     fn a_streamed_outcome_leaves_only_the_notices_not_yet_shown() {
@@ -162,7 +164,9 @@ mod tests {
         assert!(followup_texts(q, Ok(out(true, vec![]))).is_empty(), "the reply was streamed: nothing again");
         assert_eq!(followup_texts(q, Ok(out(true, vec!["n".into()]))), vec!["n".to_string()]);
         assert_eq!(followup_texts(q, Ok(out(false, vec!["n".into()]))), vec!["n".to_string(), "answer".to_string()]);
-        let refused = Outcome { refused: true, ..Outcome::default() };
+        let refused = Outcome { refused: true, reply: Some(REFUSAL.into()), ..Outcome::default() };
         assert_eq!(followup_texts(q, Ok(refused)), vec![REFUSAL.to_string()]);
+        let ignored = Outcome { refused: true, ..Outcome::default() };
+        assert!(followup_texts(q, Ok(ignored)).is_empty(), "`ignore` answers nothing");
     }
 }

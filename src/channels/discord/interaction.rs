@@ -126,7 +126,7 @@ fn command_text(data: &CommandData) -> Result<String, String> {
         "new" => Ok(with("new", option(data, &["title"]))),
         "queue" => Ok(with("queue", option(data, &["prompt", "text"]))),
         "resume" => Ok(with("resume", option(data, &["session_id"]))),
-        c @ ("reset" | "stop" | "status" | "help") => Ok(format!("/{c}")),
+        c @ ("reset" | "stop" | "status" | "sessions" | "usage" | "whoami" | "help") => Ok(format!("/{c}")),
         other => Err(format!("Unknown command `/{other}`. Try /help.")),
     }
 }
@@ -167,6 +167,9 @@ mod tests {
                 Ok("/resume 20260101_000000_abcdef12"),
             ),
             (json!({"name": "status"}), Ok("/status")),
+            (json!({"name": "whoami"}), Ok("/whoami")),
+            (json!({"name": "sessions"}), Ok("/sessions")),
+            (json!({"name": "usage"}), Ok("/usage")),
             (json!({"name": "Help"}), Ok("/help")),
         ];
         for (d, want) in cases {

@@ -86,6 +86,12 @@ impl BotApi {
         self.call("setWebhook", &body).await
     }
 
+    /// Registers the bot's command menu (`setMyCommands`): `(command, description)` pairs.
+    pub async fn set_my_commands(&self, commands: &[(&str, &str)]) -> Result<Value, BotError> {
+        let list: Vec<Value> = commands.iter().map(|(c, d)| json!({"command": c, "description": d})).collect();
+        self.call("setMyCommands", &json!({"commands": list})).await
+    }
+
     /// The current webhook registration.
     pub async fn webhook_info(&self) -> Result<Value, BotError> {
         self.call("getWebhookInfo", &json!({})).await

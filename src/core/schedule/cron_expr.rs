@@ -56,6 +56,51 @@ pub(super) fn compile(expr: &str) -> Result<Vec<cron::Schedule>, ScheduleError> 
         .map_err(|e| ScheduleError::InvalidCron(format!("`{expr}`: {e}")))
 }
 
+/// The shortest time between two fires of a normalised expression, in seconds: a 5-field
+/// expression (or a 6-field one whose seconds field is one second) fires at most once a
+/// minute, so 60; otherwise the smallest gap between the seconds it names, across the minute
+/// boundary too (`* * * * * *` → 1, `0,30 …` → 30). A seconds field this cannot read counts
+/// as every second (the caller refuses rather than guesses).
+pub(super) fn shortest_gap_secs(expr: &str) -> i64 {
+    let fields: Vec<&str> = expr.split_whitespace().collect();
+    if fields.len() != 6 {
+        return 60;
+    }
+    let Some(mut secs) = seconds_of(fields[0]) else { return 1 };
+    secs.sort_unstable();
+    secs.dedup();
+    let (Some(first), Some(last)) = (secs.first(), secs.last()) else { return 1 };
+    let wrap = 60 - last + first;
+    secs.windows(2).map(|w| w[1] - w[0]).chain(std::iter::once(wrap)).min().unwrap_or(60)
+}
+
+/// The seconds (0–59) a cron seconds field names: lists of `*`, `?`, `n`, `a-b`, each with an
+/// optional `/step`.
+fn seconds_of(field: &str) -> Option<Vec<i64>> {
+    let mut out = Vec::new();
+    for item in field.split(',') {
+        let (range, step) = match item.split_once('/') {
+            Some((r, s)) => (r, s.parse::<i64>().ok().filter(|s| *s > 0)?),
+            None => (item, 1),
+        };
+        let (lo, hi) = match range {
+            "*" | "?" => (0, 59),
+            r => match r.split_once('-') {
+                Some((a, b)) => (a.parse().ok()?, b.parse().ok()?),
+                None => {
+                    let a: i64 = r.parse().ok()?;
+                    (a, if item.contains('/') { 59 } else { a })
+                }
+            },
+        };
+        if !(0..=59).contains(&lo) || !(0..=59).contains(&hi) || lo > hi {
+            return None;
+        }
+        out.extend((lo..=hi).step_by(usize::try_from(step).ok()?));
+    }
+    Some(out)
+}
+
 /// Standard day-of-week number (0-7, 0 and 7 = Sunday) or name (SUN = 0 … SAT = 6).
 pub(super) fn dow_num(s: &str) -> Option<usize> {
     if let Ok(n) = s.parse::<usize>() {
@@ -163,5 +208,31 @@ pub(super) fn describe_days(dow: &str) -> Option<String> {
         "MON-FRI" | "1-5" => Some("on weekdays".into()),
         "SAT,SUN" | "SUN,SAT" | "0,6" | "6,0" => Some("on weekends".into()),
         d => dow_num(d).map(|d| format!("every {}", FULL[d % 7])),
+    }
+}
+
+#[cfg(test)]
+mod gap_tests {
+    use super::*;
+
+    #[test]
+    fn the_shortest_gap_of_every_form() {
+        let now: DateTime<Utc> = "2026-01-01T00:00:00Z".parse().unwrap();
+        let gap = |s: &str| parse(s, now, chrono_tz::UTC).unwrap().shortest_gap_secs();
+        for (text, want) in [
+            ("* * * * * *", Some(1)),
+            ("*/30 * * * * *", Some(30)),
+            ("0,50 * * * * *", Some(10)),
+            ("5-7 0 8 * * *", Some(1)),
+            ("10/20 * * * * *", Some(20)),
+            ("0 * * * * *", Some(60)),
+            ("* * * * *", Some(60)),
+            ("0 8 * * *", Some(60)),
+            ("every 2h", Some(7200)),
+            ("in 2h", None),
+        ] {
+            assert_eq!(gap(text), want, "{text}");
+        }
+        assert_eq!(shortest_gap_secs("1-x * * * * *"), 1, "unreadable seconds count as every second");
     }
 }

@@ -167,6 +167,17 @@ impl Schedule {
         }
     }
 
+    /// The shortest time between two fires, in seconds (`None` for a one-shot): an interval's
+    /// period; a cron expression's smallest gap (below 60 only with a 6-field seconds field
+    /// naming more than one second). What a chat's 60 s minimum is held against.
+    pub fn shortest_gap_secs(&self) -> Option<i64> {
+        match self {
+            Schedule::Interval { seconds } => Some(*seconds),
+            Schedule::Once { .. } => None,
+            Schedule::Cron { expr } => Some(cron_expr::shortest_gap_secs(expr)),
+        }
+    }
+
     /// Whether the schedule fires more than once (interval and cron).
     pub fn is_recurring(&self) -> bool {
         !matches!(self, Schedule::Once { .. })

@@ -4,7 +4,7 @@
 (() => {
   const $ = (id) => document.getElementById(id);
   const STORE_KEY = 'hermes-zero.api-key';
-  const TABS = ['schedule', 'create', 'sessions', 'memory', 'status'];
+  const TABS = ['schedule', 'create', 'sessions', 'memory', 'pairing', 'status'];
   const REJECTED = 'That API key was not accepted';
   const st = { key: sessionStorage.getItem(STORE_KEY) || '', jobs: [], open: new Set(), runs: {}, editing: null, skills: [], sessions: [], tab: null };
 
@@ -144,6 +144,7 @@
     if (name === 'create' && !st.editing) resetForm();
     if (name === 'sessions') guard(loadSessions);
     if (name === 'memory') guard(loadMemory);
+    if (name === 'pairing') guard(loadPairing);
     if (name === 'status') guard(loadStatus);
   }
 
@@ -586,6 +587,54 @@
     } finally { $('memory-save').disabled = false; }
   }
 
+  // ------------------------------------------------------------------ Pairing
+
+  const who = (u) => (u.user_name ? `${u.user_id} (${u.user_name})` : u.user_id);
+
+  function renderPairing(v) {
+    const pending = v.pending || [];
+    const approved = v.approved || [];
+    $('pairing-pending-empty').hidden = pending.length > 0;
+    $('pairing-approved-empty').hidden = approved.length > 0;
+    $('pairing-pending-body').replaceChildren(...pending.map((p) => h('tr', {},
+      td('Platform', p.platform), td('User', who(p)), td('Asked', `${p.age_minutes} min ago`),
+      td('Code hash', h('code', {}, p.code)),
+      td('Actions', h('button', { type: 'button', 'data-platform': p.platform, 'data-action': 'fill' }, 'Enter code…')))));
+    $('pairing-approved-body').replaceChildren(...approved.map((a) => h('tr', {},
+      td('Platform', a.platform), td('User', who(a)),
+      td('Actions', h('button', { type: 'button', 'data-platform': a.platform, 'data-user': a.user_id, 'data-action': 'revoke' }, 'Revoke')))));
+  }
+
+  async function loadPairing() { renderPairing(await api('GET', 'api/pairing')); }
+
+  async function approvePairing() {
+    const platform = $('p-platform').value.trim().toLowerCase();
+    const code = $('p-code').value.trim();
+    const err = $('pairing-error');
+    err.hidden = true;
+    if (!platform || !code) { err.textContent = 'Enter the platform and the code.'; err.hidden = false; return; }
+    $('pairing-approve').disabled = true;
+    try {
+      const r = await api('POST', 'api/pairing/approve', { platform, code });
+      $('p-code').value = '';
+      notice(`Approved ${r.platform} user ${r.user_id}.`);
+      await loadPairing();
+    } finally { $('pairing-approve').disabled = false; }
+  }
+
+  async function pairingAction(b) {
+    if (b.dataset.action === 'fill') {
+      $('p-platform').value = b.dataset.platform;
+      $('p-code').focus();
+      return;
+    }
+    if (b.dataset.action === 'revoke') {
+      await api('POST', 'api/pairing/revoke', { platform: b.dataset.platform, user_id: b.dataset.user });
+      notice(`Revoked ${b.dataset.platform} user ${b.dataset.user}.`);
+      await loadPairing();
+    }
+  }
+
   // ------------------------------------------------------------------ Status
 
   async function loadStatus() {
@@ -712,6 +761,14 @@
     });
     $('memory-refresh').addEventListener('click', () => guard(loadMemory));
     $('memory-form').addEventListener('submit', (ev) => { ev.preventDefault(); guard(saveMemory); });
+    $('pairing-refresh').addEventListener('click', () => guard(loadPairing));
+    $('pairing-form').addEventListener('submit', (ev) => { ev.preventDefault(); guard(approvePairing); });
+    for (const id of ['pairing-pending-body', 'pairing-approved-body']) {
+      $(id).addEventListener('click', (ev) => {
+        const b = ev.target.closest('button[data-action]');
+        if (b) guard(() => pairingAction(b));
+      });
+    }
     $('status-refresh').addEventListener('click', () => guard(loadStatus));
     setInterval(refreshRelative, 30000);
     if (st.key) guard(() => signIn(st.key)); else signOut('');

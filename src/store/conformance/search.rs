@@ -32,23 +32,23 @@ pub(crate) async fn search_messages(s: Arc<dyn Store>) {
     }
     let q = |t: &str| SearchTerms::parse(t).unwrap();
     let current = &ids[2].session_id;
-    let hits = s.search_messages(&q("BLUE whale"), Some(current), 10).await.unwrap();
+    let hits = s.search_messages(&q("BLUE whale"), Some(current), None, 10).await.unwrap();
     let found: Vec<_> = hits.iter().map(|h| (h.session_id.clone(), h.role)).collect();
     assert_eq!(found, [(ids[1].session_id.clone(), Role::User), (ids[0].session_id.clone(), Role::User)], "{hits:?}");
     assert_eq!(hits[0].at, day1 + Duration::days(2) + Duration::minutes(1));
     assert_eq!(hits[0].session_key.as_ref(), Some(&ids[1].session_key));
     assert!(hits[0].snippet.to_lowercase().contains("whale") && hits[0].snippet.contains(">>>"), "{}", hits[0].snippet);
     // The limit keeps the newest.
-    let one = s.search_messages(&q("blue whale"), Some(current), 1).await.unwrap();
+    let one = s.search_messages(&q("blue whale"), Some(current), None, 1).await.unwrap();
     assert_eq!(one.len(), 1);
     assert_eq!(one[0].session_id, ids[1].session_id);
     // Without an exclusion the current conversation is searched too. (Terms are whole words
     // on SQLite and substrings on DynamoDB, so no text here has "whale" inside a longer word.)
-    let all = s.search_messages(&q("whale"), None, 10).await.unwrap();
+    let all = s.search_messages(&q("whale"), None, None, 10).await.unwrap();
     assert_eq!(all.first().map(|h| &h.session_id), Some(current));
     assert_eq!(all.len(), 3, "{all:?}");
     // No match, and operator garbage: empty results, never an error.
-    assert!(s.search_messages(&q("narwhal"), None, 10).await.unwrap().is_empty());
-    assert!(s.search_messages(&q(r#""foo AND ("#), None, 10).await.unwrap().is_empty());
-    assert_eq!(s.search_messages(&q("blue OR (whale"), Some(current), 10).await.unwrap().len(), 2);
+    assert!(s.search_messages(&q("narwhal"), None, None, 10).await.unwrap().is_empty());
+    assert!(s.search_messages(&q(r#""foo AND ("#), None, None, 10).await.unwrap().is_empty());
+    assert_eq!(s.search_messages(&q("blue OR (whale"), Some(current), None, 10).await.unwrap().len(), 2);
 }

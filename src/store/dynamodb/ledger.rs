@@ -5,6 +5,7 @@ use super::tx::{ATTEMPTS, Cond, Outcome, Part, Tx, backoff};
 use super::{DynamoError, DynamoStore, sdk};
 use crate::core::job::Occurrence;
 use crate::ports::StoreError;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use chrono::{DateTime, Utc};
 
@@ -98,6 +99,22 @@ pub(super) async fn put_meta(st: &DynamoStore, key: &str, value: &str) -> Result
     it.insert("value".into(), s(value));
     st.client.put_item().table_name(&st.table).set_item(Some(it)).send().await.map_err(sdk("PutItem"))?;
     Ok(())
+}
+
+/// `MetaStore::swap_meta`: one conditional `PutItem` (absent, or `value` still `expected`).
+pub(super) async fn swap_meta(st: &DynamoStore, key: &str, expected: Option<&str>, new: &str) -> Result<bool, StoreError> {
+    let mut it = st.keys.meta_key(key);
+    it.insert("value".into(), s(new));
+    let mut req = st.client.put_item().table_name(&st.table).set_item(Some(it));
+    req = match expected {
+        None => req.condition_expression("attribute_not_exists(#v)"),
+        Some(old) => req.condition_expression("#v = :old").expression_attribute_values(":old", s(old)),
+    };
+    match req.expression_attribute_names("#v", "value").send().await {
+        Ok(_) => Ok(true),
+        Err(e) if matches!(e.as_service_error(), Some(PutItemError::ConditionalCheckFailedException(_))) => Ok(false),
+        Err(e) => Err(sdk("PutItem")(e)),
+    }
 }
 
 /// Key of a counter record (its own key space next to the meta records).

@@ -287,8 +287,14 @@ impl SessionStore for DynamoStore {
         transcript::count(self, id).await
     }
 
-    async fn search_messages(&self, terms: &SearchTerms, exclude: Option<&SessionId>, limit: usize) -> Result<Vec<SearchHit>, StoreError> {
-        search::search(self, terms, exclude, limit).await
+    async fn search_messages(
+        &self,
+        terms: &SearchTerms,
+        exclude: Option<&SessionId>,
+        owners: Option<&crate::core::access::SearchOwners>,
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        search::search(self, terms, exclude, owners, limit).await
     }
 
     async fn seen_inbound(&self, id: &InboundId) -> Result<bool, StoreError> {
@@ -412,6 +418,10 @@ impl MetaStore for DynamoStore {
 
     async fn delete_meta(&self, key: &str) -> Result<(), StoreError> {
         ledger::delete_meta(self, key).await
+    }
+
+    async fn swap_meta(&self, key: &str, expected: Option<&str>, new: &str) -> Result<bool, StoreError> {
+        ledger::swap_meta(self, key, expected, new).await
     }
 
     async fn add_counts(&self, key: &str, deltas: &[(&str, i64)]) -> Result<(), StoreError> {

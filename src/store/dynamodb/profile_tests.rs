@@ -107,7 +107,7 @@ async fn sees_only_its_own(s: &DynamoStore, e: &SessionEntry, word: &str) {
     assert_eq!(q.iter().map(|i| i.text.as_str()).collect::<Vec<_>>(), [word], "{p}: queue");
     let wake = s.wake_candidates(t0() + Duration::minutes(1), false).await.unwrap();
     assert_eq!(wake.iter().collect::<Vec<_>>(), [&e.session_key], "{p}: wake");
-    let hits = s.search_messages(&SearchTerms::parse("about").unwrap(), None, 10).await.unwrap();
+    let hits = s.search_messages(&SearchTerms::parse("about").unwrap(), None, None, 10).await.unwrap();
     assert_eq!(hits.iter().map(|h| &h.session_id).collect::<Vec<_>>(), [&e.session_id], "{p}: search");
     assert_eq!(s.list_jobs().await.unwrap().len(), 1, "{p}: jobs");
     assert_eq!(s.due_jobs(t0(), 10).await.unwrap().len(), 1, "{p}: due jobs");
@@ -134,7 +134,7 @@ async fn apart(x: DynamoStore, y: DynamoStore) {
     assert!(y.get_entry(&ex.session_key).await.unwrap().is_none());
     assert!(!y.seen_inbound(&inbound()).await.unwrap());
     assert!(y.wake_candidates(t0() + Duration::minutes(1), true).await.unwrap().is_empty());
-    assert!(y.search_messages(&SearchTerms::parse("walruses").unwrap(), None, 10).await.unwrap().is_empty());
+    assert!(y.search_messages(&SearchTerms::parse("walruses").unwrap(), None, None, 10).await.unwrap().is_empty());
     assert!(y.list_jobs().await.unwrap().is_empty() && y.get_job("j").await.unwrap().is_none());
     assert!(y.due_jobs(t0() + Duration::days(1), 10).await.unwrap().is_empty());
     assert_eq!(y.claim_status(&Occurrence::new("j", t0())).await.unwrap(), None);

@@ -9,7 +9,8 @@
 
 use super::items::{Item, MSG_PREFIX, PK, SK, doc, s};
 use super::{DynamoStore, sdk, sessions};
-use crate::core::ids::SessionId;
+use crate::core::access::SearchOwners;
+use crate::core::ids::{SessionId, SessionKey};
 use crate::core::search::{RECENT_SESSIONS, SearchTerms, snippet};
 use crate::core::session::{Message, Role, SessionRecord};
 use crate::ports::{SearchHit, StoreError};
@@ -20,6 +21,9 @@ pub(super) const TEXT: &str = "text";
 
 /// Most pages of one transcript a search reads, newest first.
 pub(super) const PAGES_PER_SESSION: usize = 3;
+
+/// Newest conversations of the agent looked through for a non-admin caller's own ones.
+const OWNER_WINDOW: usize = 200;
 
 /// Characters of context in a snippet.
 const SNIPPET_CHARS: usize = 160;
@@ -34,9 +38,13 @@ pub(super) async fn search(
     st: &DynamoStore,
     terms: &SearchTerms,
     exclude: Option<&SessionId>,
+    owners: Option<&SearchOwners>,
     limit: usize,
 ) -> Result<Vec<SearchHit>, StoreError> {
-    let records = sessions::list_sessions(st, None, RECENT_SESSIONS + 1).await?;
+    let records = match owners {
+        None => sessions::list_sessions(st, None, RECENT_SESSIONS + 1).await?,
+        Some(o) => owned_sessions(st, o).await?,
+    };
     let records: Vec<SessionRecord> = records.into_iter().filter(|r| Some(&r.session_id) != exclude).take(RECENT_SESSIONS).collect();
     let mut set = tokio::task::JoinSet::new();
     for r in records {
@@ -50,6 +58,22 @@ pub(super) async fn search(
     hits.sort_by_key(|h| std::cmp::Reverse(h.at));
     hits.truncate(limit);
     Ok(hits)
+}
+
+/// The caller's newest conversations (docs/who-sees-what.md), newest first: those of the
+/// exact keys through the key index, and those of the newest [`OWNER_WINDOW`] conversations
+/// whose key `owners` admits. Chosen before any transcript is read, so nobody else's text
+/// is ever fetched.
+async fn owned_sessions(st: &DynamoStore, owners: &SearchOwners) -> Result<Vec<SessionRecord>, StoreError> {
+    let mut out = Vec::new();
+    for k in owners.exact.iter().filter_map(|k| SessionKey::parse(k).ok()) {
+        out.extend(sessions::list_sessions(st, Some(&k), RECENT_SESSIONS + 1).await?);
+    }
+    let recent = sessions::list_sessions(st, None, OWNER_WINDOW).await?;
+    out.extend(recent.into_iter().filter(|r| owners.admits(r.session_key.as_str())));
+    out.sort_by(|a, b| b.started_at.cmp(&a.started_at).then_with(|| a.session_id.as_str().cmp(b.session_id.as_str())));
+    out.dedup_by(|a, b| a.session_id == b.session_id);
+    Ok(out)
 }
 
 /// The newest `limit` matching messages of one conversation.

@@ -28,6 +28,20 @@ impl MetaStore for SqliteStore {
         self.with(move |c| c.execute("DELETE FROM meta WHERE key = ?1", [&key]).map(|_| ()).map_err(backend)).await
     }
 
+    /// One statement: an insert that does nothing on a taken key, or an update guarded by
+    /// the old value; a changed row count is the win.
+    async fn swap_meta(&self, key: &str, expected: Option<&str>, new: &str) -> Result<bool, StoreError> {
+        let (key, expected, new) = (self.scope.key(key), expected.map(str::to_string), new.to_string());
+        self.with(move |c| {
+            let n = match &expected {
+                None => c.execute("INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT(key) DO NOTHING", params![key, new]),
+                Some(old) => c.execute("UPDATE meta SET value = ?2 WHERE key = ?1 AND value = ?3", params![key, new, old]),
+            };
+            n.map(|n| n == 1).map_err(backend)
+        })
+        .await
+    }
+
     /// Counters live as a JSON object in the record's value; read, add and write back in one
     /// IMMEDIATE transaction, so concurrent processes on one file add up.
     async fn add_counts(&self, key: &str, deltas: &[(&str, i64)]) -> Result<(), StoreError> {

@@ -7,6 +7,7 @@
 //! matched as text and can never be an FTS5 syntax error.
 
 use super::from_ms;
+use crate::core::access::SearchOwners;
 use crate::core::ids::{SessionId, SessionKey};
 use crate::core::search::SearchTerms;
 use crate::core::session::Role;
@@ -29,6 +30,7 @@ pub(super) fn search(
     scope: &crate::store::scope::Scope,
     terms: &SearchTerms,
     exclude: Option<&SessionId>,
+    owners: Option<&SearchOwners>,
     limit: usize,
 ) -> Result<Vec<SearchHit>, StoreError> {
     let mut st = c
@@ -37,13 +39,19 @@ pub(super) fn search(
              FROM message_search f LEFT JOIN sessions s ON s.session_id = f.session_id
              WHERE message_search MATCH ?1 AND f.session_id IS NOT ?2
                AND (s.session_key GLOB ?4 OR (s.session_key IS NULL AND ?5))
+               AND (?6 IS NULL
+                    OR s.session_key IN (SELECT value FROM json_each(?6))
+                    OR EXISTS (SELECT 1 FROM json_each(?7) g WHERE s.session_key GLOB g.value))
              ORDER BY f.at DESC, f.seq DESC LIMIT ?3",
         )
         .map_err(backend)?;
     let exclude = exclude.map(SessionId::as_str);
+    // The owner filter as two JSON lists (exact keys, GLOB patterns); NULL: every session.
+    let exact = owners.map(|o| serde_json::Value::from(o.exact.clone()).to_string());
+    let globs = owners.map_or_else(|| "[]".to_string(), |o| serde_json::Value::from(o.globs()).to_string());
     let rows = st
         .query_map(
-            params![fts5_query(terms), exclude, limit as i64, scope.session_glob(), scope.profile().is_main()],
+            params![fts5_query(terms), exclude, limit as i64, scope.session_glob(), scope.profile().is_main(), exact, globs],
             |r| -> rusqlite::Result<HitRow> { Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)) },
         )
         .map_err(backend)?;
@@ -79,7 +87,7 @@ mod tests {
         {
             if let Ok(t) = SearchTerms::parse(q) {
                 store
-                    .with(move |c| search(c, &crate::store::scope::Scope::default(), &t, None, 5))
+                    .with(move |c| search(c, &crate::store::scope::Scope::default(), &t, None, None, 5))
                     .await
                     .unwrap_or_else(|e| panic!("{q}: {e}"));
             }

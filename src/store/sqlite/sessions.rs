@@ -274,9 +274,15 @@ impl SessionStore for SqliteStore {
         self.with(move |c| cached_row(c, "SELECT COUNT(*) FROM messages WHERE session_id = ?1", [&id], |r| r.get(0)).map_err(backend)).await
     }
 
-    async fn search_messages(&self, terms: &SearchTerms, exclude: Option<&SessionId>, limit: usize) -> Result<Vec<SearchHit>, StoreError> {
-        let (terms, exclude, scope) = (terms.clone(), exclude.cloned(), self.scope.clone());
-        self.with(move |c| super::search::search(c, &scope, &terms, exclude.as_ref(), limit)).await
+    async fn search_messages(
+        &self,
+        terms: &SearchTerms,
+        exclude: Option<&SessionId>,
+        owners: Option<&crate::core::access::SearchOwners>,
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        let (terms, exclude, scope, owners) = (terms.clone(), exclude.cloned(), self.scope.clone(), owners.cloned());
+        self.with(move |c| super::search::search(c, &scope, &terms, exclude.as_ref(), owners.as_ref(), limit)).await
     }
 
     async fn seen_inbound(&self, d: &InboundId) -> Result<bool, StoreError> {

@@ -3,6 +3,7 @@
 
 use super::{Server, load_cache, refresh, register};
 use crate::app::App;
+use crate::ports::McpEndpoint;
 use serde::Serialize;
 use std::sync::Arc;
 
@@ -79,7 +80,7 @@ fn report(s: &Arc<Server>) -> McpReport {
     let live = s.live().clone();
     McpReport {
         name: s.name.clone(),
-        transport: s.transport().map_or("none", |t| t.as_str()).to_string(),
+        transport: s.endpoint.as_ref().map_or("none", McpEndpoint::transport).to_string(),
         state: live.state,
         tool_count: live.registered.len(),
         tools: live.registered,

@@ -3,9 +3,10 @@
 //! resolved once, every address checked) and the request connects only to the vetted
 //! addresses. The body is read up to a byte cap, binary types are refused before it is read,
 //! HTML becomes text in [`text`], and the text is capped at 100 kB with a note. The whole
-//! fetch has one time limit, bounded by the turn's deadline.
+//! fetch has one time limit, bounded by the turn's deadline. The network is reached only
+//! through the [`Fetcher`] and [`Resolve`] ports, chosen at wiring time.
 //!
-//! Must not know: the turn loop or the model.
+//! Must not know: the turn loop or the model, the HTTP client.
 
 mod safety;
 #[cfg(test)]
@@ -13,16 +14,16 @@ mod tests;
 mod text;
 
 use safety::Policy;
-pub use safety::{Resolve, SystemDns};
 
 use super::{Tool, ToolCtx, ToolError, ToolOutput, parse_args};
+use crate::ports::{FetchError, FetchResponse, Fetcher, Pin, Resolve};
 use async_trait::async_trait;
-use reqwest::{Response, StatusCode, Url, header};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
 use text::Kind;
+use url::Url;
 
 /// How much a fetch may read, keep and take.
 #[derive(Debug, Clone)]
@@ -45,22 +46,19 @@ impl Default for Limits {
 
 /// The `web_fetch` tool.
 pub struct WebFetch {
+    fetcher: Arc<dyn Fetcher>,
     dns: Arc<dyn Resolve>,
     limits: Limits,
     #[cfg(test)]
     pretend_public: Vec<std::net::SocketAddr>,
 }
 
-impl Default for WebFetch {
-    fn default() -> Self {
-        Self::new(Arc::new(SystemDns), Limits::default())
-    }
-}
-
 impl WebFetch {
-    /// A `web_fetch` that resolves names with `dns` (tests map names to their own servers).
-    pub fn new(dns: Arc<dyn Resolve>, limits: Limits) -> Self {
+    /// A `web_fetch` that resolves names with `dns` (tests map names to their own servers)
+    /// and sends its pinned requests through `fetcher`.
+    pub fn new(fetcher: Arc<dyn Fetcher>, dns: Arc<dyn Resolve>, limits: Limits) -> Self {
         Self {
+            fetcher,
             dns,
             limits,
             #[cfg(test)]
@@ -79,6 +77,10 @@ struct Args {
 impl Tool for WebFetch {
     fn name(&self) -> &str {
         "web_fetch"
+    }
+
+    fn toolset(&self) -> &str {
+        "web"
     }
 
     fn description(&self) -> &str {
@@ -125,7 +127,8 @@ impl WebFetch {
     async fn fetch(&self, policy: &Policy, mut url: Url, until: tokio::time::Instant) -> Result<Value, ToolError> {
         for _ in 0..=self.limits.max_redirects {
             let target = safety::vet(&url, policy, self.dns.as_ref()).await?;
-            let resp = pinned_client(&target)?.get(url.clone()).send().await.map_err(|e| transport(&url, e))?;
+            let pin = target.domain.as_deref().map(|host| Pin { host, addrs: &target.addrs });
+            let resp = self.fetcher.get(&url, pin).await.map_err(|e| transport(&url, e))?;
             match redirect_location(&url, &resp)? {
                 Some(next) => url = next,
                 None => return self.read(resp, url, until).await,
@@ -136,17 +139,16 @@ impl WebFetch {
 
     /// Reads a final response into the result: status checked, binary refused before the body
     /// is read, body read up to the cap, converted off the async threads, text capped.
-    async fn read(&self, mut resp: Response, url: Url, until: tokio::time::Instant) -> Result<Value, ToolError> {
-        let status = resp.status();
-        if !status.is_success() {
-            return Err(ToolError::Failed(format!("HTTP {status} fetching {url}")));
+    async fn read(&self, mut resp: FetchResponse, url: Url, until: tokio::time::Instant) -> Result<Value, ToolError> {
+        if !(200..300).contains(&resp.status) {
+            return Err(ToolError::Failed(format!("HTTP {} fetching {url}", resp.status_text)));
         }
-        let content_type = resp.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_string);
+        let content_type = resp.header("content-type").map(str::to_string);
         let kind = Kind::of(content_type.as_deref());
         if kind == Kind::Binary {
             return Err(binary(&url, content_type.as_deref()));
         }
-        let (body, body_cut) = read_capped(&mut resp, self.limits.max_body_bytes).await.map_err(|e| transport(&url, e))?;
+        let (body, body_cut) = resp.body.read_capped(self.limits.max_body_bytes).await.map_err(|e| transport(&url, e))?;
         drop(resp);
         let kind = if kind == Kind::Unknown { Kind::sniff(&body) } else { kind };
         if kind == Kind::Binary {
@@ -181,54 +183,17 @@ fn parse_url(text: &str) -> Result<Url, ToolError> {
     .map_err(|e| ToolError::BadArgs(format!("invalid URL `{text}`: {e}")))
 }
 
-/// A client that connects only to `target`'s vetted addresses: no redirects of its own, no
-/// proxy (a proxy would resolve the name again), the name's DNS answer pinned. Built per hop,
-/// unlike the app's other clients: reqwest fixes DNS overrides when a client is built, and a
-/// pin that belongs to one request cannot leak into another (a few ms a hop).
-fn pinned_client(target: &safety::Target) -> Result<reqwest::Client, ToolError> {
-    let mut b = crate::clients::client_builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .no_proxy()
-        .connect_timeout(Duration::from_secs(10))
-        .user_agent(concat!("hermes-zero/", env!("CARGO_PKG_VERSION"), " (web_fetch)"));
-    if let Some(domain) = &target.domain {
-        b = b.resolve_to_addrs(domain, &target.addrs);
-    }
-    b.build().map_err(|e| ToolError::Failed(format!("could not set up the HTTP client: {e}")))
-}
-
 /// The next URL when `resp` is a redirect (301, 302, 303, 307, 308 with a `Location`),
 /// resolved against `url`.
-fn redirect_location(url: &Url, resp: &Response) -> Result<Option<Url>, ToolError> {
-    let redirect = [
-        StatusCode::MOVED_PERMANENTLY,
-        StatusCode::FOUND,
-        StatusCode::SEE_OTHER,
-        StatusCode::TEMPORARY_REDIRECT,
-        StatusCode::PERMANENT_REDIRECT,
-    ];
-    if !redirect.contains(&resp.status()) {
+fn redirect_location(url: &Url, resp: &FetchResponse) -> Result<Option<Url>, ToolError> {
+    if ![301, 302, 303, 307, 308].contains(&resp.status) {
         return Ok(None);
     }
-    let Some(location) = resp.headers().get(header::LOCATION) else {
-        return Err(ToolError::Failed(format!("HTTP {} without a Location fetching {url}", resp.status())));
-    };
-    let location = location.to_str().map_err(|_| ToolError::Failed(format!("unreadable redirect Location from {url}")))?;
-    url.join(location).map(Some).map_err(|e| ToolError::Failed(format!("bad redirect Location `{location}` from {url}: {e}")))
-}
-
-/// Reads the body up to `max` bytes; whether more was left unread.
-async fn read_capped(resp: &mut Response, max: usize) -> Result<(Vec<u8>, bool), reqwest::Error> {
-    let mut body = Vec::new();
-    while let Some(chunk) = resp.chunk().await? {
-        let room = max - body.len();
-        if chunk.len() > room {
-            body.extend_from_slice(&chunk[..room]);
-            return Ok((body, true));
-        }
-        body.extend_from_slice(&chunk);
+    if !resp.has_header("location") {
+        return Err(ToolError::Failed(format!("HTTP {} without a Location fetching {url}", resp.status_text)));
     }
-    Ok((body, false))
+    let location = resp.header("location").ok_or_else(|| ToolError::Failed(format!("unreadable redirect Location from {url}")))?;
+    url.join(location).map(Some).map_err(|e| ToolError::Failed(format!("bad redirect Location `{location}` from {url}: {e}")))
 }
 
 fn binary(url: &Url, content_type: Option<&str>) -> ToolError {
@@ -236,13 +201,11 @@ fn binary(url: &Url, content_type: Option<&str>) -> ToolError {
     ToolError::Failed(format!("web_fetch reads text pages only; {url} is {ct}"))
 }
 
-fn transport(url: &Url, e: reqwest::Error) -> ToolError {
-    let what = if e.is_timeout() {
-        "timed out"
-    } else if e.is_connect() {
-        "could not connect"
-    } else {
-        "failed"
-    };
-    ToolError::Failed(format!("Could not fetch {url}: {what} ({})", e.without_url()))
+/// A request or body failure as the model reads it (a client that could not be built is
+/// not the page's fault and says so).
+fn transport(url: &Url, e: FetchError) -> ToolError {
+    match e {
+        FetchError::Setup(_) => ToolError::Failed(e.to_string()),
+        e => ToolError::Failed(format!("Could not fetch {url}: {e}")),
+    }
 }

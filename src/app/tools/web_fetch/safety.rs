@@ -1,5 +1,5 @@
 //! The SSRF rules of `web_fetch` (docs/design.md#web-fetch): which URLs may be fetched, how a
-//! host name is resolved ([`Resolve`], the system resolver outside tests) and which addresses
+//! host name is resolved (the [`Resolve`] port, the system resolver outside tests) and which addresses
 //! may be dialed. A URL is vetted into a [`Target`] whose addresses are the only ones the
 //! request may connect to, so a name that resolves differently a moment later (DNS
 //! rebinding) changes nothing.
@@ -7,25 +7,28 @@
 //! Must not know: HTTP, bodies or HTML.
 
 use super::super::ToolError;
-use async_trait::async_trait;
-use reqwest::Url;
+use crate::ports::Resolve;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use url::Host;
+use url::{Host, Url};
 
 /// Host names of cloud metadata services: refused even with `tools.web.allow_private`.
 const METADATA_HOSTS: [&str; 2] = ["metadata.google.internal", "metadata.goog"];
 
-/// Cloud metadata / credential endpoints (AWS, GCP, Azure, ECS task credentials, Alibaba):
-/// refused even with `tools.web.allow_private`, as in Hermes.
-const METADATA_V4: [Ipv4Addr; 4] = [
+/// Cloud metadata / credential endpoints (AWS, GCP, Azure, ECS task credentials, Alibaba,
+/// Azure's WireServer `168.63.129.16` — a public-range address — and EKS Pod Identity's
+/// agent `169.254.170.23`): refused even with `tools.web.allow_private`, as in Hermes.
+const METADATA_V4: [Ipv4Addr; 6] = [
     Ipv4Addr::new(169, 254, 169, 254),
     Ipv4Addr::new(169, 254, 170, 2),
     Ipv4Addr::new(169, 254, 169, 253),
     Ipv4Addr::new(100, 100, 100, 200),
+    Ipv4Addr::new(168, 63, 129, 16),
+    Ipv4Addr::new(169, 254, 170, 23),
 ];
 
-/// AWS' IPv6 metadata endpoint `fd00:ec2::254`.
-const METADATA_V6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x254);
+/// AWS' IPv6 metadata endpoint `fd00:ec2::254` and EKS Pod Identity's `fd00:ec2::23`.
+const METADATA_V6: [Ipv6Addr; 2] =
+    [Ipv6Addr::new(0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x254), Ipv6Addr::new(0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x23)];
 
 /// Why an address may not be dialed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,7 +73,7 @@ fn classify_v4(ip: Ipv4Addr) -> Option<Blocked> {
 }
 
 fn classify_v6(ip: Ipv6Addr) -> Option<Blocked> {
-    if ip == METADATA_V6 {
+    if METADATA_V6.contains(&ip) {
         return Some(Blocked::Metadata);
     }
     if let Some(v4) = ip.to_ipv4_mapped() {
@@ -128,24 +131,6 @@ set tools.web.allow_private: true to allow it",
                 addr.ip()
             ))),
         }
-    }
-}
-
-/// Resolves host names for `web_fetch`. The system resolver in production; tests map names
-/// to the addresses they choose (and may change them between calls).
-#[async_trait]
-pub trait Resolve: Send + Sync {
-    /// Every address `host` resolves to, with `port` set.
-    async fn lookup(&self, host: &str, port: u16) -> std::io::Result<Vec<SocketAddr>>;
-}
-
-/// The operating system's resolver (`getaddrinfo` through tokio).
-pub struct SystemDns;
-
-#[async_trait]
-impl Resolve for SystemDns {
-    async fn lookup(&self, host: &str, port: u16) -> std::io::Result<Vec<SocketAddr>> {
-        Ok(tokio::net::lookup_host((host, port)).await?.collect())
     }
 }
 
@@ -262,6 +247,11 @@ mod tests {
         }
         let open = Policy { allow_private: true, ..Policy::default() };
         assert!(open.check("x", "169.254.169.254:80".parse().unwrap()).is_err());
+        // Azure WireServer (in a public range) and EKS Pod Identity, in every form.
+        for addr in ["168.63.129.16:80", "169.254.170.23:80", "[fd00:ec2::23]:80", "[::ffff:168.63.129.16]:80", "[64:ff9b::a83f:8110]:80"] {
+            assert!(open.check("x", addr.parse().unwrap()).is_err(), "{addr} with allow_private");
+            assert!(Policy::default().check("x", addr.parse().unwrap()).unwrap_err().to_string().contains("metadata"), "{addr}");
+        }
         assert!(open.check("x", "127.0.0.1:80".parse().unwrap()).is_ok());
         assert!(open.check("x", "[fe80::1]:80".parse().unwrap()).is_ok());
         let closed = Policy::default();

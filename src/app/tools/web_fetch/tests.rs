@@ -9,6 +9,7 @@ use crate::app::App;
 use crate::app::types::TurnKind;
 use crate::core::ids::SessionId;
 use crate::core::session::ToolCall;
+use crate::ports::Resolve;
 use crate::test_support::{CountingLlm, TestApp};
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -165,8 +166,15 @@ fn app(allow_private: bool) -> App {
     TestApp::new("2025-03-01T12:00:00Z".parse().unwrap()).yaml(&yaml).llm(CountingLlm::new("ok")).build()
 }
 
+/// The tool as wired in production: the real pinned fetcher and the system resolver.
+fn real() -> WebFetch {
+    let ports = crate::test_support::tool_ports();
+    WebFetch::new(ports.fetcher, ports.dns, Limits::default())
+}
+
+/// The real fetcher with names resolved by `dns`.
 fn tool(dns: Arc<MapDns>, pretend_public: &[SocketAddr]) -> WebFetch {
-    let mut t = WebFetch::new(dns, Limits::default());
+    let mut t = WebFetch::new(crate::test_support::tool_ports().fetcher, dns, Limits::default());
     t.pretend_public = pretend_public.to_vec();
     t
 }
@@ -194,7 +202,7 @@ fn n(h: &Hits) -> usize {
 #[tokio::test]
 async fn an_html_page_comes_back_as_text_with_title_and_url() {
     let (addr, hits) = serve().await;
-    let v = fetch(&app(true), &WebFetch::default(), &format!("http://{addr}/page")).await.unwrap();
+    let v = fetch(&app(true), &real(), &format!("http://{addr}/page")).await.unwrap();
     assert_eq!(v["title"], "Test & page");
     assert_eq!(v["url"], format!("http://{addr}/page"));
     let text = v["content"].as_str().unwrap();
@@ -209,7 +217,7 @@ async fn an_html_page_comes_back_as_text_with_title_and_url() {
 #[tokio::test]
 async fn long_text_is_capped_at_100_kb_with_a_note() {
     let (addr, _) = serve().await;
-    let v = fetch(&app(true), &WebFetch::default(), &format!("http://{addr}/long")).await.unwrap();
+    let v = fetch(&app(true), &real(), &format!("http://{addr}/long")).await.unwrap();
     let text = v["content"].as_str().unwrap();
     let (kept, note) = text.split_once("\n\n[... truncated").expect("a truncation note");
     assert_eq!(kept.len(), 100_000);
@@ -221,7 +229,7 @@ async fn long_text_is_capped_at_100_kb_with_a_note() {
 async fn a_2_gb_body_stops_at_the_byte_cap_quickly() {
     let (addr, hits) = serve().await;
     let started = Instant::now();
-    let v = fetch(&app(true), &WebFetch::default(), &format!("http://{addr}/huge")).await.unwrap();
+    let v = fetch(&app(true), &real(), &format!("http://{addr}/huge")).await.unwrap();
     assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
     assert_eq!(v["truncated"], true);
     let text = v["content"].as_str().unwrap();
@@ -236,7 +244,8 @@ async fn a_2_gb_body_stops_at_the_byte_cap_quickly() {
 async fn a_hanging_server_times_out_within_the_limit_and_the_turn_deadline() {
     let (addr, _) = serve().await;
     let limits = Limits { timeout: Duration::from_millis(400), ..Limits::default() };
-    let t = WebFetch::new(Arc::new(SystemDns), limits);
+    let ports = crate::test_support::tool_ports();
+    let t = WebFetch::new(ports.fetcher, ports.dns, limits);
     let started = Instant::now();
     let err = fetch(&app(true), &t, &format!("http://{addr}/hang")).await.unwrap_err();
     assert!(err.contains("Timed out"), "{err}");
@@ -244,7 +253,7 @@ async fn a_hanging_server_times_out_within_the_limit_and_the_turn_deadline() {
     // The turn's deadline is shorter than the tool's own 20 s: it wins.
     let started = Instant::now();
     let deadline = Some(Instant::now() + Duration::from_millis(300));
-    let err = fetch_with(&app(true), &WebFetch::default(), &format!("http://{addr}/hang"), deadline).await.unwrap_err();
+    let err = fetch_with(&app(true), &real(), &format!("http://{addr}/hang"), deadline).await.unwrap_err();
     assert!(err.contains("Timed out"), "{err}");
     assert!(started.elapsed() < Duration::from_secs(5));
 }
@@ -252,13 +261,13 @@ async fn a_hanging_server_times_out_within_the_limit_and_the_turn_deadline() {
 #[tokio::test]
 async fn redirect_chains_are_followed_up_to_five_hops() {
     let (addr, hits) = serve().await;
-    let v = fetch(&app(true), &WebFetch::default(), &format!("http://{addr}/r/5")).await.unwrap();
+    let v = fetch(&app(true), &real(), &format!("http://{addr}/r/5")).await.unwrap();
     assert_eq!(v["url"], format!("http://{addr}/page"));
     assert_eq!(v["title"], "Test & page");
     assert_eq!(n(&hits), 6);
-    let err = fetch(&app(true), &WebFetch::default(), &format!("http://{addr}/r/6")).await.unwrap_err();
+    let err = fetch(&app(true), &real(), &format!("http://{addr}/r/6")).await.unwrap_err();
     assert!(err.contains("Too many redirects"), "{err}");
-    let err = fetch(&app(true), &WebFetch::default(), &format!("http://{addr}/loop")).await.unwrap_err();
+    let err = fetch(&app(true), &real(), &format!("http://{addr}/loop")).await.unwrap_err();
     assert!(err.contains("Too many redirects"), "{err}");
 }
 
@@ -285,7 +294,7 @@ async fn names_and_literals_that_reach_internal_addresses_are_refused_before_con
     assert_eq!(n(&hits), 0, "nothing reached the server");
     // Metadata endpoints stay refused with allow_private on.
     for url in ["http://169.254.169.254/latest/meta-data/", "http://metadata.google.internal/computeMetadata/v1/"] {
-        let err = fetch(&self::app(true), &WebFetch::default(), url).await.unwrap_err();
+        let err = fetch(&self::app(true), &real(), url).await.unwrap_err();
         assert!(err.contains("cloud metadata"), "{url}: {err}");
     }
 }
@@ -346,7 +355,7 @@ async fn the_request_connects_to_the_vetted_address_only() {
 async fn bad_urls_schemes_and_bodies_are_tool_errors() {
     let (addr, _) = serve().await;
     let app = app(true);
-    let t = WebFetch::default();
+    let t = real();
     for (url, want) in [
         ("file:///etc/passwd", "only http:// and https://"),
         ("ftp://example.com/x", "only http:// and https://"),
