@@ -21,6 +21,15 @@ die() { printf '\nerror: %s\n' "$*" >&2; exit 1; }
 # minutes before, so the suite runs across the change.
 CLOCK_DATES=${HZ_CLOCK_DATES-2027-03-28T00:56:00Z}
 
+# Disk: a cold build of every target with every feature, twice (clippy and test), is ~9 GB with
+# incremental caches and ~4 GB without. A run from a cold target/ (CI) gains nothing from them,
+# so CI leaves them out; a developer's repeated runs keep them. The free space is printed first,
+# so a full disk is seen before the compiler reports it.
+if [ -n "${CI:-}" ]; then
+  export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+fi
+step "disk: $(df -h . | awk 'NR==2 {print $4 " free of " $2}') (CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-default})"
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
@@ -44,9 +53,38 @@ fi
 "$CFN_VENV/bin/cfn-lint" infra/aws/template.yaml
 
 # --- services -------------------------------------------------------------------------
-PIDS=()
-cleanup() { for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done; }
+# Every service runs in its own process group (setsid), and is stopped as a group: a wrapper
+# such as faketime forks the real server as its child, so killing the pid that `$!` names
+# would orphan the server. Every process this script starts, directly or not, carries
+# HZ_TEST_RUN in its environment; the end of the script checks that none is left.
+HZ_TEST_RUN="$$-$(date +%s%N)"
+export HZ_TEST_RUN
+GROUPS_STARTED=()
+# stop_group PGID: SIGTERM to the whole group, then (after at most 10 s) SIGKILL.
+stop_group() {
+  local g=$1
+  kill -TERM -- "-$g" 2>/dev/null || return 0
+  for _ in $(seq 1 50); do
+    kill -0 -- "-$g" 2>/dev/null || return 0
+    sleep 0.2
+  done
+  kill -KILL -- "-$g" 2>/dev/null || true
+}
+cleanup() { for g in "${GROUPS_STARTED[@]:-}"; do [ -n "$g" ] && stop_group "$g"; done; }
 trap cleanup EXIT
+
+# The pids (with their command lines) of processes this script started that still run.
+leftovers() {
+  local d pid
+  for d in /proc/[0-9]*; do
+    pid=${d#/proc/}
+    [ "$pid" = "$$" ] && continue
+    [ "$pid" = "${BASHPID:-}" ] && continue
+    if { tr '\0' '\n' < "$d/environ"; } 2>/dev/null | grep -qx "HZ_TEST_RUN=$HZ_TEST_RUN"; then
+      printf '%s %s\n' "$pid" "$({ tr '\0' ' ' < "$d/cmdline"; } 2>/dev/null)"
+    fi
+  done
+}
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 
@@ -70,9 +108,11 @@ MOTO_PID=
 start_moto() {
   local port
   port=$(free_port)
-  "$@" "$VENV/bin/moto_server" -H 127.0.0.1 -p "$port" > target/moto.log 2>&1 &
+  # Without job control a background job is no group leader, so setsid makes the job
+  # itself the leader of a new group: its pid is the group id.
+  setsid "$@" "$VENV/bin/moto_server" -H 127.0.0.1 -p "$port" > target/moto.log 2>&1 &
   MOTO_PID=$!
-  PIDS+=("$MOTO_PID")
+  GROUPS_STARTED+=("$MOTO_PID")
   for _ in $(seq 1 150); do
     if curl -fs "http://127.0.0.1:$port/moto-api/" > /dev/null 2>&1; then
       export HZ_MOTO_ENDPOINT="http://127.0.0.1:$port"
@@ -86,7 +126,13 @@ start_moto() {
   tail -n 30 target/moto.log >&2 || true
   die "moto_server did not answer on 127.0.0.1:$port within 30 s (see target/moto.log above)"
 }
-stop_moto() { [ -n "$MOTO_PID" ] && kill "$MOTO_PID" 2>/dev/null && wait "$MOTO_PID" 2>/dev/null || true; MOTO_PID=; }
+stop_moto() {
+  if [ -n "$MOTO_PID" ]; then
+    stop_group "$MOTO_PID"
+    wait "$MOTO_PID" 2>/dev/null || true
+  fi
+  MOTO_PID=
+}
 
 export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
 
@@ -156,3 +202,19 @@ if [ -n "$CLOCK_DATES" ]; then
     unset "$RUNNER_VAR"
   done
 fi
+
+# --- nothing left behind ----------------------------------------------------------------
+step "no process started by this script is left"
+stop_moto
+left=
+for _ in $(seq 1 25); do
+  left=$(leftovers)
+  [ -z "$left" ] && break
+  sleep 0.2
+done
+if [ -n "$left" ]; then
+  printf '%s\n' "$left" >&2
+  for pid in $(printf '%s\n' "$left" | cut -d' ' -f1); do kill -KILL "$pid" 2>/dev/null || true; done
+  die "processes started by this run were still running at its end (listed above; now killed)"
+fi
+echo "none"

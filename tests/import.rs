@@ -318,3 +318,110 @@ fn a_locked_state_db_imports_nothing() {
     refused(&src, "is locked by another process");
     c.execute_batch("ROLLBACK;").unwrap();
 }
+
+#[test]
+fn the_hermes_config_is_copied_when_this_home_has_none_and_doctor_shows_it() {
+    let src = hermes_home();
+    let hermes_config = include_str!("fixtures/hermes-cli-config.yaml");
+    src.write("config.yaml", hermes_config);
+    let home = TempHome::new("import-config");
+    let to = home.path().join("config.yaml");
+    let o = cli(home.path(), &["import", src.path().to_str().unwrap()], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains(&format!("config.yaml:    copied to {}", to.display())), "{}", stdout(&o));
+    assert_eq!(std::fs::read_to_string(&to).unwrap(), hermes_config);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&to).unwrap().permissions().mode() & 0o777, 0o600, "it may hold an inline key");
+    }
+    let doctor = stdout(&cli(home.path(), &["doctor"], &[]));
+    assert!(doctor.contains(&format!("config:   {}", to.display())), "{doctor}");
+    assert!(doctor.contains("ignored:  ") && doctor.contains("terminal"), "the Hermes file is the one read: {doctor}");
+    // Again: nothing to copy, and it says so.
+    let o = cli(home.path(), &["import", src.path().to_str().unwrap()], &[]);
+    assert!(stdout(&o).contains("config.yaml:    already in place"), "{}", stdout(&o));
+    // A home with a config of its own keeps it, and says why the Hermes one was not copied.
+    let own = TempHome::new("import-config-own");
+    own.write("config.yaml", "timezone: Europe/Berlin\n");
+    let o = cli(own.path(), &["import", src.path().to_str().unwrap()], &[]);
+    let out = stdout(&o);
+    assert!(out.contains("config.yaml:    not copied: this home already reads") && out.contains("kept it"), "{out}");
+    assert_eq!(std::fs::read_to_string(own.path().join("config.yaml")).unwrap(), "timezone: Europe/Berlin\n");
+    // A Hermes config that does not load here is not copied; with --json stdout stays the counts.
+    let bad = hermes_home();
+    bad.write("config.yaml", "display: {busy_input_mode: shout}\n");
+    let fresh = TempHome::new("import-config-bad");
+    let o = cli(fresh.path(), &["import", bad.path().to_str().unwrap(), "--json"], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(serde_json::from_str::<Value>(stdout(&o).trim()).is_ok(), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("config.yaml not copied: it does not load here") && stderr(&o).contains("busy_input_mode"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!fresh.path().join("config.yaml").exists() && !fresh.path().join(".config.yaml.import").exists());
+}
+
+/// The Hermes 0.19.0 homes made by Hermes' own code (tests/fixtures/hermes-0.19-home/make.sh):
+/// `home` keeps its routing in state.db's `gateway_routing`, `legacy` in `sessions/sessions.json`.
+const HERMES_019: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/hermes-0.19-home/");
+
+fn fixture_id(name: &str) -> String {
+    let ids = std::fs::read_to_string(format!("{HERMES_019}ids.env")).unwrap();
+    ids.lines().find_map(|l| l.strip_prefix(&format!("{name}="))).unwrap().to_string()
+}
+
+/// A writable copy of one fixture home.
+fn hermes_019(variant: &str) -> TempHome {
+    let h = TempHome::new("hermes-019");
+    let from = std::path::Path::new(HERMES_019).join(variant);
+    std::fs::copy(from.join("state.db"), h.path().join("state.db")).unwrap();
+    std::fs::create_dir_all(h.path().join("sessions")).unwrap();
+    std::fs::copy(from.join("sessions/sessions.json"), h.path().join("sessions/sessions.json")).unwrap();
+    h
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_chat_s_current_hermes_session_is_continued_by_its_next_telegram_message() {
+    let (current, first, bob, cli_id) = (fixture_id("ann_current"), fixture_id("ann_first"), fixture_id("bob"), fixture_id("cli"));
+    for variant in ["home", "legacy"] {
+        let src = hermes_019(variant);
+        let (llm, tg) = (FakeLlm::start().await, FakeTelegram::start().await);
+        let home = TempHome::new("import-routing");
+        home.write("config.yaml", &config(Some(&llm), Some(&tg), ""));
+        let o = cli(home.path(), &["import", src.path().to_str().unwrap()], &[]);
+        assert!(o.status.success(), "{variant}: {}", stderr(&o));
+        assert!(
+            stdout(&o).contains("sessions:       4 (10 messages)") && stdout(&o).contains("chats continued: 2"),
+            "{variant}: {}",
+            stdout(&o)
+        );
+        let list: Vec<Value> = serde_json::from_str(&stdout(&cli(home.path(), &["sessions", "list", "--json"], &[]))).unwrap();
+        let key_of = |id: &str| list.iter().find(|e| e["session_id"] == id).map(|e| e["session_key"].as_str().unwrap().to_string());
+        assert_eq!(key_of(&current).as_deref(), Some("agent:main:telegram:dm:42"), "{variant}: {list:?}");
+        assert_eq!(key_of(&bob).as_deref(), Some("agent:main:telegram:dm:77"), "{variant}");
+        assert_eq!(key_of(&first), Some(format!("agent:main:telegram:dm:imported-{first}")), "{variant}: ended by /new, no route");
+        assert_eq!(key_of(&cli_id), Some(format!("agent:main:cli:dm:imported-{cli_id}")), "{variant}: no route");
+        // Ann writes again on Telegram: her Lisbon conversation goes on.
+        let gw = Gateway::start(home.path(), &[]);
+        assert_eq!(gw.telegram("tg-secret", tg_update(9001, 500, 42, 42, "Which seat did I ask for?")).await, 200);
+        assert!(wait_until(20, || llm.calls() >= 1).await, "{variant}: no model call");
+        let seen = llm.requests()[0]["messages"].to_string();
+        assert!(
+            seen.contains("Lisbon in May") && seen.contains("window seat"),
+            "{variant}: the model did not see the old messages: {seen}"
+        );
+        assert!(!seen.contains("Miso"), "{variant}: the session before /new is not part of it");
+        assert_eq!(tg.wait_for(1, 20).await.len(), 1);
+        let (_, show) = gw.get(&format!("/api/sessions/{current}")).await;
+        let texts = user_texts(&show);
+        assert_eq!(
+            texts,
+            ["I am planning a trip to Lisbon in May.", "Book me a window seat.", "Which seat did I ask for?"],
+            "{variant}: the same session id, continued"
+        );
+        let (_, all) = gw.get("/api/sessions").await;
+        assert_eq!(all["sessions"].as_array().unwrap().len(), 4, "{variant}: no new session: {all}");
+    }
+}

@@ -96,10 +96,15 @@ struct Setup {
 }
 
 async fn setup(tag: &str) -> Setup {
+    setup_with(tag, "").await
+}
+
+/// `slack_extra`: more lines of the `platforms.slack` block (indented four spaces).
+async fn setup_with(tag: &str, slack_extra: &str) -> Setup {
     let llm = FakeLlm::start().await;
     let slack = FakeSlack::start().await;
     let home = TempHome::new(tag);
-    home.write("config.yaml", &config(Some(&llm), None, &format!("platforms:\n  slack:\n    api_base: {}/api\n", slack.url)));
+    home.write("config.yaml", &config(Some(&llm), None, &format!("platforms:\n  slack:\n    api_base: {}/api\n{slack_extra}", slack.url)));
     let env = [("SLACK_SIGNING_SECRET", SECRET), ("SLACK_BOT_TOKEN", TOKEN), ("SLACK_ALLOWED_USERS", "U1,U2")];
     let gw = Gateway::start(home.path(), &env);
     Setup { llm, slack, gw, _home: home }
@@ -140,6 +145,17 @@ fn dm(user: &str, ts: &str, text: &str) -> Value {
     )
 }
 
+fn dm_in_thread(ts: &str, thread_ts: &str, text: &str) -> Value {
+    let mut v = dm("U1", ts, text);
+    v["event"]["thread_ts"] = json!(thread_ts);
+    v
+}
+
+/// The last model request's messages, as text (what the model saw of the session).
+fn seen_by_model(llm: &FakeLlm) -> String {
+    llm.requests().last().map(|r| r["messages"].to_string()).unwrap_or_default()
+}
+
 fn mention(ts: &str, thread_ts: Option<&str>, text: &str) -> Value {
     let mut e = json!({"type": "app_mention", "channel": "C1", "user": "U2", "text": text, "ts": ts, "event_ts": ts});
     if let Some(t) = thread_ts {
@@ -154,13 +170,13 @@ async fn signed_dms_and_mentions_get_one_reply_each_in_their_thread() {
     let (s, v) = deliver(&t.gw, &json!({"token": "x", "challenge": "ch-42", "type": "url_verification"})).await;
     assert_eq!((s, v), (200, json!({"challenge": "ch-42"})));
 
-    // A top-level DM: answered at once, the reply goes to the DM.
+    // A top-level DM: answered at once, in its own thread (Hermes' default).
     let (s, _) = deliver(&t.gw, &dm("U1", "1000.000100", "hello there")).await;
     assert_eq!(s, 200);
     let posts = t.slack.wait_posts(1, 20).await;
     assert_eq!(posts.len(), 1, "{posts:?}");
     assert_eq!((posts[0]["channel"].as_str(), posts[0]["text"].as_str()), (Some("D1"), Some("echo: hello there")));
-    assert!(posts[0].get("thread_ts").is_none(), "a top-level DM is answered in the DM");
+    assert_eq!(posts[0]["thread_ts"], "1000.000100", "a top-level DM is answered in its own thread");
     assert_eq!(t.slack.calls()[0].auth, format!("Bearer {TOKEN}"));
 
     // A mention in a channel: answered in the thread under the message, without the mention.
@@ -247,4 +263,47 @@ async fn a_sender_off_the_allow_list_gets_one_refusal_and_no_turn() {
     assert!(posts[0]["text"].as_str().unwrap().contains("allow list"), "{posts:?}");
     assert_eq!(posts[0]["channel"], "D1");
     assert_eq!(t.llm.calls(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_top_level_dm_is_answered_in_its_own_thread_and_that_thread_is_its_session() {
+    let t = setup("slack-dm-threads").await;
+    assert_eq!(deliver(&t.gw, &dm("U1", "6000.000100", "first topic: cats")).await.0, 200);
+    let posts = t.slack.wait_posts(1, 20).await;
+    assert_eq!((posts[0]["channel"].as_str(), posts[0]["thread_ts"].as_str()), (Some("D1"), Some("6000.000100")));
+    assert_eq!(deliver(&t.gw, &dm("U1", "6000.000200", "second topic: dogs")).await.0, 200);
+    let posts = t.slack.wait_posts(2, 20).await;
+    assert_eq!(posts[1]["thread_ts"], "6000.000200", "a second top-level DM opens a second thread");
+    assert!(!seen_by_model(&t.llm).contains("cats"), "and a second session: {}", seen_by_model(&t.llm));
+    // The user answers inside the first thread: that thread's session continues there.
+    assert_eq!(deliver(&t.gw, &dm_in_thread("6000.000300", "6000.000100", "more on that")).await.0, 200);
+    let posts = t.slack.wait_posts(3, 20).await;
+    assert_eq!((posts[2]["thread_ts"].as_str(), posts[2]["text"].as_str()), (Some("6000.000100"), Some("echo: more on that")));
+    let seen = seen_by_model(&t.llm);
+    assert!(seen.contains("first topic: cats") && !seen.contains("dogs"), "{seen}");
+    assert_eq!(t.llm.calls(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hermes_legacy_keys_give_one_dm_session_and_flat_channel_replies() {
+    let extra = "    extra:\n      dm_top_level_threads_as_sessions: false\n      reply_in_thread: false\n";
+    let t = setup_with("slack-flat", extra).await;
+    assert_eq!(deliver(&t.gw, &dm("U1", "7000.000100", "remember: blue")).await.0, 200);
+    t.slack.wait_posts(1, 20).await;
+    assert_eq!(deliver(&t.gw, &dm("U1", "7000.000200", "what colour?")).await.0, 200);
+    let posts = t.slack.wait_posts(2, 20).await;
+    assert!(posts.iter().all(|p| p.get("thread_ts").is_none()), "answered in the DM: {posts:?}");
+    assert!(seen_by_model(&t.llm).contains("remember: blue"), "one DM-wide session");
+    // A top-level mention is answered in the channel, and the channel is one session.
+    assert_eq!(deliver(&t.gw, &mention("7100.000100", None, "<@UBOT> note: red")).await.0, 200);
+    t.slack.wait_posts(3, 20).await;
+    assert_eq!(deliver(&t.gw, &mention("7100.000200", None, "<@UBOT> which note?")).await.0, 200);
+    let posts = t.slack.wait_posts(4, 20).await;
+    assert!(posts[2].get("thread_ts").is_none() && posts[3].get("thread_ts").is_none(), "{posts:?}");
+    let seen = seen_by_model(&t.llm);
+    assert!(seen.contains("note: red") && !seen.contains("blue"), "{seen}");
+    // A mention inside a thread is still answered in that thread.
+    assert_eq!(deliver(&t.gw, &mention("7100.000300", Some("7100.000100"), "<@UBOT> in here")).await.0, 200);
+    let posts = t.slack.wait_posts(5, 20).await;
+    assert_eq!(posts[4]["thread_ts"], "7100.000100");
 }

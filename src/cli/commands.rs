@@ -15,6 +15,8 @@ pub async fn dispatch(cmd: Command, home: PathBuf, cfg: Loaded) -> anyhow::Resul
     match cmd {
         Command::Serve { listen, idle_exit } => {
             let polling = runtime::telegram_poll::Polling::from_config(&cfg);
+            let m = &cfg.model.primary;
+            tracing::info!(provider = m.provider, wire = m.wire.as_str(), model = %m.model, why = %m.why, "model provider");
             let wired = runtime::wire(&home, cfg).await?;
             let listener = tokio::net::TcpListener::bind(&listen).await.with_context(|| format!("cannot listen on {listen}"))?;
             let idle_exit = idle_exit.map(std::time::Duration::from_secs);
@@ -48,7 +50,8 @@ pub async fn dispatch(cmd: Command, home: PathBuf, cfg: Loaded) -> anyhow::Resul
         Command::Doctor { create_table } => Ok(doctor(&home, cfg, create_table).await),
         Command::Import { hermes_home, json } => {
             let src = hermes_home.unwrap_or_else(|| super::import::default_source(&crate::config::Env::from_process()));
-            super::import::run(runtime::build_app(&home, cfg).await?, &src, json).await
+            let in_use = cfg.file.clone();
+            super::import::run(runtime::build_app(&home, cfg).await?, &src, in_use.as_deref(), json).await
         }
     }
 }

@@ -1,11 +1,15 @@
 //! `hermes-zero import [HERMES_HOME]` (docs/design.md#hermes): checks Hermes' `state.db` first (so a
 //! file of another schema version, or a locked or corrupt one, imports nothing), then copies
-//! SOUL.md, skills, jobs.json (and syncs it) and the memory files, then imports every session
-//! with its messages and the approved DM pairing lists (docs/pairing.md). Prints counts; a second run adds nothing.
+//! SOUL.md, skills, jobs.json (and syncs it), the memory files and — when this home has none —
+//! `config.yaml` (once it loads here), then imports every session with its messages — each
+//! chat's current Hermes session (Hermes' routing index) as that chat's current session here,
+//! every other one under its own `imported-` key — and the approved DM pairing lists
+//! (docs/pairing.md). Prints counts and what became of the config; a second run adds nothing.
 
 use crate::app::App;
 use crate::app::sessions::import::{Copied, SessionImport, copy_file, copy_skills, env_names, memory_entries};
-use crate::store::hermes_state::HermesState;
+use crate::core::session::ImportedSession;
+use crate::store::hermes_state::{HermesState, HermesStateError};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -26,8 +30,9 @@ pub fn default_source(env: &crate::config::Env) -> PathBuf {
     env.get("HOME").map_or_else(|| PathBuf::from(".hermes"), |h| PathBuf::from(h).join(".hermes"))
 }
 
-/// Runs the import from `src` into the app's home and store.
-pub async fn run(app: App, src: &Path, json: bool) -> anyhow::Result<ExitCode> {
+/// Runs the import from `src` into the app's home and store; `config_in_use` is the config
+/// file this run loaded, if any.
+pub async fn run(app: App, src: &Path, config_in_use: Option<&Path>, json: bool) -> anyhow::Result<ExitCode> {
     if !src.is_dir() {
         eprintln!("hermes-zero: no Hermes home at {} (pass its path: hermes-zero import DIR)", src.display());
         return Ok(ExitCode::FAILURE);
@@ -37,8 +42,9 @@ pub async fn run(app: App, src: &Path, json: bool) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     let db = src.join("state.db");
+    let legacy_routes = std::fs::read_to_string(src.join("sessions").join("sessions.json")).ok();
     let state = if db.is_file() {
-        match HermesState::open(&db).and_then(|s| s.sessions().map(|list| (s, list))) {
+        match HermesState::open(&db).and_then(|s| with_routes(&s, legacy_routes.as_deref()).map(|list| (s, list))) {
             Ok(s) => Some(s),
             Err(e) => {
                 eprintln!("hermes-zero: {e}; nothing was imported");
@@ -49,7 +55,9 @@ pub async fn run(app: App, src: &Path, json: bool) -> anyhow::Result<ExitCode> {
         None
     };
     let mut counts = Counts::default();
+    let config = copy_config(src, app.home(), config_in_use)?;
     let mut notes = copy_files(&app, src, &mut counts).await?;
+    let mut continued = 0usize;
     if let Some((state, sessions)) = state {
         for s in &sessions {
             let messages = match state.messages(&s.id) {
@@ -63,6 +71,19 @@ pub async fn run(app: App, src: &Path, json: bool) -> anyhow::Result<ExitCode> {
                 Ok(SessionImport::Imported(n)) => {
                     counts.sessions += 1;
                     counts.messages += n;
+                }
+                Ok(SessionImport::Continued(n)) => {
+                    counts.sessions += 1;
+                    counts.messages += n;
+                    continued += 1;
+                }
+                Ok(SessionImport::ChatTaken(n, key)) => {
+                    counts.sessions += 1;
+                    counts.messages += n;
+                    notes.push(format!(
+                        "session {} is its chat's current session in Hermes, but {key} has a session here already (kept); imported it on its own",
+                        s.id
+                    ));
                 }
                 Ok(SessionImport::Present) => {}
                 Err(crate::app::AppError::BadRequest(m)) => notes.push(format!("skipped {m}")),
@@ -80,7 +101,51 @@ pub async fn run(app: App, src: &Path, json: bool) -> anyhow::Result<ExitCode> {
         eprintln!("note: {n}");
     }
     print_counts(src, &counts, json)?;
+    if continued > 0 && !json {
+        println!("  chats continued: {continued} (each chat's current Hermes session is its current session here)");
+    }
+    match config {
+        Some(line) if json => eprintln!("note: config.yaml {line}"),
+        Some(line) => println!("  config.yaml:    {line}"),
+        None => {}
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Copies Hermes' `config.yaml` into `home` when this home has none and this run read none:
+/// only a file that loads here (a Hermes config loads unchanged, CONTRACT §9), written
+/// privately (it may hold an inline key) and whole (a temporary file renamed). Returns what
+/// happened, in words (None: Hermes' home has no config.yaml).
+fn copy_config(src: &Path, home: &Path, in_use: Option<&Path>) -> anyhow::Result<Option<String>> {
+    let from = src.join("config.yaml");
+    let Ok(text) = std::fs::read_to_string(&from) else { return Ok(None) };
+    let to = home.join("config.yaml");
+    if let Some(used) = in_use.or_else(|| to.exists().then_some(to.as_path())) {
+        let same = std::fs::read_to_string(used).is_ok_and(|t| t == text);
+        return Ok(Some(if same {
+            format!("already in place ({} has the same content)", used.display())
+        } else {
+            format!("not copied: this home already reads {} (kept it; compare it with {})", used.display(), from.display())
+        }));
+    }
+    if let Err(e) = crate::config::load_settings(home, Some(&from), &crate::config::Env::from_process()) {
+        return Ok(Some(format!("not copied: it does not load here ({e})")));
+    }
+    let tmp = home.join(".config.yaml.import");
+    crate::runtime::private::write_private(&tmp, &text)?;
+    std::fs::rename(&tmp, &to)?;
+    Ok(Some(format!("copied to {} (doctor shows what it sets)", to.display())))
+}
+
+/// Every session of `state`, each with the chat it is current in (Hermes' routing: the
+/// `gateway_routing` table, then `sessions/sessions.json`'s text `legacy`).
+fn with_routes(state: &HermesState, legacy: Option<&str>) -> Result<Vec<ImportedSession>, HermesStateError> {
+    let mut routes = state.routes(legacy)?;
+    let mut sessions = state.sessions()?;
+    for s in &mut sessions {
+        s.route = routes.remove(&s.id);
+    }
+    Ok(sessions)
 }
 
 /// The note about Hermes' `.env`: never copied; the names (never the values) to set here.

@@ -345,7 +345,9 @@ fn unknown_keys(v: &serde_json::Value, known: &serde_json::Value, prefix: &str, 
     let (serde_json::Value::Object(m), serde_json::Value::Object(k)) = (v, known) else { return };
     for (name, child) in m {
         let path = if prefix.is_empty() { name.clone() } else { format!("{prefix}.{name}") };
-        if FREE_MAPS.contains(&path.as_str()) || HERMES_OPEN_SECTIONS.contains(&path.as_str()) {
+        // `platforms.<name>.extra` is Hermes' free-form map of per-platform options.
+        let platform_extra = name == "extra" && prefix.starts_with("platforms.") && prefix.matches('.').count() == 1;
+        if FREE_MAPS.contains(&path.as_str()) || HERMES_OPEN_SECTIONS.contains(&path.as_str()) || platform_extra {
             continue;
         }
         match k.get(name) {

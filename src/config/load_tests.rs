@@ -198,3 +198,17 @@ fn tools_web_allow_private_is_off_by_default_and_typo_checked() {
     assert!(p.warnings.iter().any(|w| w.contains("tools.web.allow_privat")), "{:?}", p.warnings);
     assert_eq!(err_key("tools: {web: {allow_private: maybe}}"), "tools.web.allow_private");
 }
+
+#[test]
+fn platform_extra_is_hermes_free_map_read_as_hermes_reads_flags() {
+    let y = "platforms:\n  slack:\n    extra: {reply_in_thread: false, dm_top_level_threads_as_sessions: 'no', require_mention: true}\n    extar: 1\n";
+    let (s, w) = parse_yaml(y, "c").unwrap();
+    assert_eq!(w, vec!["unknown config key `platforms.slack.extar` (ignored)".to_string()], "only the typo warns");
+    let slack = s.platforms.get("slack").cloned().unwrap_or_default();
+    assert!(!slack.extra_flag("reply_in_thread", true));
+    assert!(!slack.extra_flag("dm_top_level_threads_as_sessions", true));
+    assert!(slack.extra_flag("unset", true) && !slack.extra_flag("unset", false));
+    let (s, _) = parse_yaml("platforms: {slack: {extra: {reply_in_thread: 'ON', dm_top_level_threads_as_sessions: 0}}}", "c").unwrap();
+    let slack = s.platforms.get("slack").cloned().unwrap_or_default();
+    assert!(slack.extra_flag("reply_in_thread", false) && !slack.extra_flag("dm_top_level_threads_as_sessions", true));
+}

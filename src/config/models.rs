@@ -248,11 +248,6 @@ fn first_key(env: &Env, vars: &[&str]) -> Option<(SecretString, String)> {
     vars.iter().find_map(|v| env.secret(v).map(|k| (k, (*v).to_string())))
 }
 
-fn host(url: &str) -> &str {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    rest.split(['/', '?', '#']).next().unwrap_or_default()
-}
-
 fn resolve_primary(s: &Settings, env: &Env, file: &str) -> Result<Endpoint, ConfigError> {
     let m = &s.model;
     let (raw, key_label, src) = match env.get("HERMES_MODEL_PROVIDER") {
@@ -260,6 +255,15 @@ fn resolve_primary(s: &Settings, env: &Env, file: &str) -> Result<Endpoint, Conf
         None => (m.provider.clone(), "model.provider", file),
     };
     let name = raw.trim().to_ascii_lowercase();
+    let own_url = match env.get("HERMES_MODEL_BASE_URL").map(str::trim).filter(|u| !u.is_empty()) {
+        Some(u) => Some(("HERMES_MODEL_BASE_URL", u)),
+        None => Some(("model.base_url", m.base_url.trim())).filter(|(_, u)| !u.is_empty()),
+    };
+    if (name == "auto" || name.is_empty())
+        && let Some((url_key, url)) = own_url.filter(|(_, u)| !CLOUD_HOSTS.iter().any(|h| host_matches(u, h)))
+    {
+        return auto_own_endpoint(s, env, file, url_key, url);
+    }
     let (info, why, auto) = if name == "auto" || name.is_empty() {
         match AUTO_ORDER.iter().filter_map(|n| lookup(n)).find_map(|p| first_key(env, p.key_env).map(|(_, v)| (p, v))) {
             Some((p, var)) => (p, format!("auto: {var} is set"), true),
@@ -373,6 +377,10 @@ fn resolve_fallback(
     }
     finish(ep, info, file, &format!("{at}.base_url"), &format!("{at}.model")).map(Some)
 }
+
+#[path = "models_own.rs"]
+mod own;
+use own::{CLOUD_HOSTS, auto_own_endpoint, host, host_matches};
 
 #[cfg(test)]
 #[path = "models_tests.rs"]

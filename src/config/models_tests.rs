@@ -118,3 +118,65 @@ fallback_providers:\n  - {provider: openai, model: gpt, base_url: 'http://o/v1',
     assert_eq!((key(&c.fallbacks[0]), key(&c.fallbacks[1])), ("ok".to_string(), "a".to_string()));
     assert_eq!(w.len(), 2, "{w:?}");
 }
+
+#[test]
+fn auto_with_a_base_url_on_the_users_own_host_speaks_openai_to_it_with_no_cloud_key() {
+    let env = [("ANTHROPIC_API_KEY", "a"), ("OPENAI_API_KEY", "o"), ("OPENROUTER_API_KEY", "r")];
+    let local = "model: {provider: auto, default: llama3, base_url: 'http://127.0.0.1:11434/v1/'}";
+    let c = chain(local, &env).unwrap();
+    let p = &c.primary;
+    assert_eq!(
+        (p.provider, p.wire, p.base_url.as_str(), p.model.as_str()),
+        ("custom", Wire::OpenaiChat, "http://127.0.0.1:11434/v1", "llama3")
+    );
+    assert!(p.api_key.is_none(), "no cloud key goes to a local server");
+    assert!(p.why.contains("127.0.0.1") && p.why.contains("not a cloud API"), "{}", p.why);
+    // An unset provider is `auto` too; the config's own key goes with it.
+    let c = chain("model: {provider: '', default: m, base_url: 'http://gpu.lan:8000/v1', api_key: mine}", &env).unwrap();
+    assert_eq!((c.primary.provider, key(&c.primary).as_str()), ("custom", "mine"));
+    // HERMES_MODEL_BASE_URL is model.base_url from the environment.
+    let c =
+        chain("model: {provider: auto, default: m}", &[("ANTHROPIC_API_KEY", "a"), ("HERMES_MODEL_BASE_URL", "http://localhost:1234/v1")])
+            .unwrap();
+    assert_eq!(
+        (c.primary.provider, c.primary.base_url.as_str(), c.primary.api_key.is_none()),
+        ("custom", "http://localhost:1234/v1", true)
+    );
+    // As Hermes: the host's own <VENDOR>_API_KEY, OLLAMA_API_KEY only for ollama.com.
+    let c = chain(
+        "model: {provider: auto, default: m, base_url: 'https://api.groq.com/openai/v1'}",
+        &[("GROQ_API_KEY", "g"), ("OPENAI_API_KEY", "o")],
+    )
+    .unwrap();
+    assert_eq!((c.primary.provider, key(&c.primary).as_str()), ("custom", "g"));
+    let c =
+        chain("model: {provider: auto, default: m, base_url: 'http://127.0.0.1:9/ollama.com/v1'}", &[("OLLAMA_API_KEY", "ol")]).unwrap();
+    assert!(c.primary.api_key.is_none(), "a path naming ollama.com is not ollama.com");
+    // A look-alike host is not the cloud: the cloud key stays home.
+    let c = chain("model: {provider: auto, default: m, base_url: 'http://api.anthropic.com.attacker.test/v1'}", &env).unwrap();
+    assert_eq!((c.primary.provider, c.primary.api_key.is_none()), ("custom", true));
+    // The cloud hosts (and their subdomains) keep today's detection.
+    let c = chain("model: {provider: auto, default: m, base_url: 'https://api.openai.com/v1'}", &[("OPENAI_API_KEY", "o")]).unwrap();
+    assert_eq!((c.primary.provider, c.primary.base_url.as_str(), key(&c.primary).as_str()), ("openai", "https://api.openai.com/v1", "o"));
+    // A named provider is not `auto`: its key goes to the URL it was given.
+    let c = chain("model: {provider: anthropic, base_url: 'http://127.0.0.1:9'}", &[("ANTHROPIC_API_KEY", "a")]).unwrap();
+    assert_eq!((c.primary.provider, key(&c.primary).as_str()), ("anthropic", "a"));
+    // No model named for a local server: a clear error naming the key.
+    assert!(
+        matches!(chain("model: {provider: auto, base_url: 'http://127.0.0.1:9/v1'}", &env), Err(ConfigError::Invalid { key, .. }) if key == "model.default")
+    );
+}
+
+#[test]
+fn host_matching_is_by_host_name() {
+    assert!(host_matches("https://api.anthropic.com", "anthropic.com"));
+    assert!(host_matches("https://user:pw@OpenRouter.ai:443/api/v1", "openrouter.ai"));
+    assert!(!host_matches("https://evil.test/openai.com/v1", "openai.com"));
+    assert!(!host_matches("https://notopenai.com/v1", "openai.com"));
+    assert!(!host_matches("http://[::1]:8080/v1", "openai.com"));
+    assert_eq!(own::host_derived_key_var("https://api.deepseek.com/v1").as_deref(), Some("DEEPSEEK_API_KEY"));
+    assert_eq!(own::host_derived_key_var("https://api.deepseek.com.attacker.test/v1").as_deref(), Some("ATTACKER_API_KEY"));
+    assert_eq!(own::host_derived_key_var("http://192.168.1.5:8000/v1"), None);
+    assert_eq!(own::host_derived_key_var("http://localhost:8000/v1"), None);
+    assert_eq!(own::host_derived_key_var("https://ollama.com/v1"), None);
+}

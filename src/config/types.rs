@@ -279,6 +279,26 @@ pub struct PlatformSettings {
     /// How updates arrive (Telegram): `webhook` or `polling`; unset: polling when the bot
     /// token is set and the webhook secret is not (docs/design.md#telegram-polling).
     pub mode: Option<IntakeMode>,
+    /// Hermes' free-form per-platform options (`platforms.<name>.extra`); the channels read
+    /// the keys they know (Slack: `reply_in_thread`, `dm_top_level_threads_as_sessions`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+impl PlatformSettings {
+    /// The flag `extra.<key>` as Hermes reads it: unset or null → `default`; a boolean; a
+    /// string `1`/`true`/`yes`/`on` (any case) is true and any other string false; a number
+    /// is true unless zero.
+    pub fn extra_flag(&self, key: &str, default: bool) -> bool {
+        use serde_json::Value;
+        match self.extra.get(key) {
+            None | Some(Value::Null) => default,
+            Some(Value::Bool(b)) => *b,
+            Some(Value::String(s)) => matches!(s.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on"),
+            Some(Value::Number(n)) => n.as_f64().is_some_and(|f| f != 0.0),
+            Some(Value::Array(_) | Value::Object(_)) => default,
+        }
+    }
 }
 
 /// `platforms.<name>.mode`.

@@ -50,6 +50,22 @@ pub fn has_room(cap: usize, slot_len: usize, fifo_len: usize) -> bool {
     slot_len + fifo_len < cap
 }
 
+/// Quiet time a burst of interrupt-mode messages leaves before the next turn starts, so a
+/// superseded message never costs a model call: Hermes 0.19.0's busy-text debounce window
+/// (`HERMES_GATEWAY_BUSY_TEXT_DEBOUNCE_SECONDS`, 0.35 s, `gateway/platforms/base.py`).
+pub const BURST_QUIET_MS: i64 = 350;
+/// The longest a burst holds that turn back, from its first message (Hermes' hard cap,
+/// `HERMES_GATEWAY_BUSY_TEXT_HARD_CAP_SECONDS`, 1.0 s).
+pub const BURST_CAP_MS: i64 = 1000;
+
+/// When the pending slot's burst has settled: [`BURST_QUIET_MS`] after its newest message,
+/// at most [`BURST_CAP_MS`] after its oldest. `None` for an empty slot.
+pub fn burst_settles_at(slot: &[PendingMessage]) -> Option<DateTime<Utc>> {
+    let first = slot.iter().map(|p| p.at).min()?;
+    let last = slot.iter().map(|p| p.at).max()?;
+    Some((last + Duration::milliseconds(BURST_QUIET_MS)).min(first + Duration::milliseconds(BURST_CAP_MS)))
+}
+
 /// Puts a message in the pending slot; earlier ones stay (superseded, still transcribed).
 pub fn push_slot(slot: &mut Vec<PendingMessage>, msg: PendingMessage) {
     slot.push(msg);
@@ -69,6 +85,21 @@ pub fn full_reply(cap: usize) -> String {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_burst_settles_after_its_quiet_time_within_the_cap() {
+        let t0 = DateTime::<Utc>::UNIX_EPOCH;
+        let at = |ms: i64| PendingMessage {
+            text: String::new(),
+            message_id: None,
+            at: t0 + Duration::milliseconds(ms),
+            attachments: Vec::new(),
+        };
+        assert_eq!(burst_settles_at(&[]), None);
+        assert_eq!(burst_settles_at(&[at(0)]), Some(t0 + Duration::milliseconds(350)));
+        assert_eq!(burst_settles_at(&[at(0), at(5)]), Some(t0 + Duration::milliseconds(355)));
+        assert_eq!(burst_settles_at(&[at(0), at(300), at(900)]), Some(t0 + Duration::milliseconds(1000)), "capped");
+    }
 
     #[test]
     fn routing() {

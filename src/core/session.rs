@@ -326,4 +326,7 @@ pub struct ImportedSession {
     pub ended_at: Option<DateTime<Utc>>,
     /// Why it ended.
     pub end_reason: Option<String>,
+    /// The chat it is the current session of there (Hermes' gateway routing index), if any:
+    /// imported as that chat's current session here, so the chat's next message continues it.
+    pub route: Option<Origin>,
 }

@@ -1,14 +1,19 @@
 //! A read-only reader of Hermes Agent's own `state.db` (the SQLite file `hermes_state.py`
 //! writes): its `schema_version`, `sessions` and `messages` tables, turned into core
-//! [`ImportedSession`]s and transcript [`Message`]s for `hermes-zero import`.
+//! [`ImportedSession`]s and transcript [`Message`]s for `hermes-zero import`; and Hermes'
+//! gateway routing index (which session is each chat's current one: the `gateway_routing`
+//! table since schema 22, before that `sessions/sessions.json`, both of `gateway/session.py`'s
+//! `SessionEntry` JSON).
 //!
 //! Opens the file read-only and never writes to it. Knows Hermes' schema, nothing of this
 //! gateway's own store (the import use case writes through the `Store` port).
 
+use crate::core::ids::{ChatType, Origin};
 use crate::core::session::{ImportedSession, Message, Role, ToolCall};
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension};
 use serde_json::Value;
+use std::collections::HashMap;
 use std::ops::RangeInclusive;
 use std::path::Path;
 use std::time::Duration;
@@ -112,10 +117,53 @@ impl HermesState {
                     started_at: instant(r.get(4)?).unwrap_or(DateTime::<Utc>::UNIX_EPOCH),
                     ended_at: r.get::<_, Option<f64>>(5)?.and_then(instant),
                     end_reason: r.get(6)?,
+                    route: None,
                 })
             })
             .map_err(|e| classify(&self.path, e))?;
         rows.collect::<Result<_, _>>().map_err(|e| classify(&self.path, e))
+    }
+
+    /// Hermes' routing index, session id → the chat it is current in: the `gateway_routing`
+    /// table (every scope; where a key is in several, the newest row), then the entries of the
+    /// legacy `sessions.json` text (`sessions_json`) for keys the table lacks, as Hermes'
+    /// `SessionStore` loads them. Left out: suspended entries (Hermes starts such a chat
+    /// afresh) and entries without a readable origin. Where one session is current in two
+    /// chats, the newest entry wins.
+    pub fn routes(&self, sessions_json: Option<&str>) -> Result<HashMap<String, Origin>, HermesStateError> {
+        let mut by_key: HashMap<String, (f64, Value)> = HashMap::new();
+        let cols = columns(&self.conn, "gateway_routing").map_err(|e| classify(&self.path, e))?;
+        if ["session_key", "entry_json", "updated_at"].iter().all(|c| cols.iter().any(|k| k == c)) {
+            let mut st = self
+                .conn
+                .prepare("SELECT session_key, entry_json, updated_at FROM gateway_routing ORDER BY updated_at")
+                .map_err(|e| classify(&self.path, e))?;
+            let rows = st
+                .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, Option<f64>>(2)?.unwrap_or(0.0))))
+                .map_err(|e| classify(&self.path, e))?;
+            for row in rows {
+                let (key, json, at) = row.map_err(|e| classify(&self.path, e))?;
+                if let Ok(v) = serde_json::from_str::<Value>(&json) {
+                    by_key.insert(key, (at, v));
+                }
+            }
+        }
+        if let Some(Ok(Value::Object(legacy))) = sessions_json.map(serde_json::from_str::<Value>) {
+            for (key, v) in legacy {
+                if !key.starts_with('_') && !by_key.contains_key(&key) {
+                    let at = v.get("updated_at").and_then(Value::as_str).and_then(naive_secs).unwrap_or(0.0);
+                    by_key.insert(key, (at, v));
+                }
+            }
+        }
+        let mut newest: HashMap<String, (f64, Origin)> = HashMap::new();
+        for (at, v) in by_key.into_values() {
+            let Some((id, origin)) = route_of(&v) else { continue };
+            if newest.get(&id).is_none_or(|(t, _)| *t <= at) {
+                newest.insert(id, (at, origin));
+            }
+        }
+        Ok(newest.into_iter().map(|(id, (_, o))| (id, o)).collect())
     }
 
     /// A session's transcript in Hermes' order (`timestamp`, then row id). Rows Hermes
@@ -155,6 +203,32 @@ impl HermesState {
         let all: Vec<Option<Message>> = rows.collect::<Result<_, _>>().map_err(|e| classify(&self.path, e))?;
         Ok(all.into_iter().flatten().collect())
     }
+}
+
+/// One `SessionEntry` JSON (`session_id`, `suspended`, `origin` = a `SessionSource`) as the
+/// session id and the chat it routes.
+fn route_of(v: &Value) -> Option<(String, Origin)> {
+    if v.get("suspended").and_then(Value::as_bool) == Some(true) {
+        return None;
+    }
+    let id = v.get("session_id").and_then(Value::as_str).filter(|s| !s.is_empty())?.to_string();
+    let o = v.get("origin")?;
+    let text = |k: &str| match o.get(k) {
+        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        _ => None,
+    };
+    let platform = text("platform")?.to_ascii_lowercase();
+    let chat_type = ChatType::parse(&text("chat_type").unwrap_or_else(|| "dm".into())).ok()?;
+    let mut origin = Origin::new(&platform, &text("chat_id")?, chat_type, text("user_id").as_deref(), text("thread_id").as_deref()).ok()?;
+    origin.chat_name = text("chat_name");
+    Some((id, origin))
+}
+
+/// Hermes' `datetime.isoformat()` of a naive local time, as seconds (ordering only).
+fn naive_secs(s: &str) -> Option<f64> {
+    let t = chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%dT%H:%M:%S%.f").ok()?;
+    Some(t.and_utc().timestamp_micros() as f64 / 1e6)
 }
 
 fn columns(conn: &Connection, table: &str) -> rusqlite::Result<Vec<String>> {
@@ -202,5 +276,26 @@ fn classify(path: &str, e: rusqlite::Error) -> HermesStateError {
     match e.sqlite_error_code() {
         Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => HermesStateError::Locked(path.into()),
         _ => HermesStateError::Corrupt { path: path.into(), reason: e.to_string() },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_routing_entry_names_its_session_and_chat() {
+        let e = json!({"session_id": "s1", "suspended": false, "origin": {"platform": "Discord", "chat_id": 123, "chat_type": "group", "user_id": "u", "thread_id": "t9", "chat_name": "the den"}});
+        let (id, o) = route_of(&e).unwrap();
+        assert_eq!((id.as_str(), o.platform.as_str(), o.chat_id.as_str(), o.chat_type), ("s1", "discord", "123", ChatType::Group));
+        assert_eq!((o.user_id.as_deref(), o.thread_id.as_deref(), o.chat_name.as_deref()), (Some("u"), Some("t9"), Some("the den")));
+        assert!(route_of(&json!({"session_id": "s1", "suspended": true, "origin": e["origin"]})).is_none(), "Hermes starts it afresh");
+        assert!(route_of(&json!({"session_id": "s1"})).is_none(), "no origin");
+        assert!(
+            route_of(&json!({"session_id": "s1", "origin": {"platform": "telegram", "chat_id": "a:b"}})).is_none(),
+            "an ambiguous key part"
+        );
+        assert_eq!(naive_secs("2026-12-04T14:35:04.850572"), Some(1_796_394_904.850_572));
     }
 }

@@ -27,6 +27,12 @@ pub fn clean_shutdown_key(owner: &str) -> String {
     format!("{CLEAN_SHUTDOWN_KEY}:{}", recovery::owner_host(owner))
 }
 
+/// Store record of a host that has started `serve` on this store (`started:<host>`), so the
+/// first start says so instead of reporting an unclean exit that never happened.
+pub fn started_key(owner: &str) -> String {
+    format!("started:{}", recovery::owner_host(owner))
+}
+
 /// Per-process live state: whether new turns are accepted, and the turns running here.
 #[derive(Debug)]
 pub struct Live {
@@ -165,13 +171,22 @@ impl App {
 
     /// Startup recovery of `serve`: consumes this host's clean-shutdown marker; without it
     /// every lease of this host (another pid) counts as interrupted. Other hosts' leases are
-    /// taken only once expired.
+    /// taken only once expired. The first start of a host on this store (no `started:` record)
+    /// is logged as such, not as an unclean exit; it sweeps as one all the same.
     pub(in crate::app) async fn startup_sweep(&self) -> Result<bool, AppError> {
-        let marker = clean_shutdown_key(&self.inner.live.owner);
+        let owner = &self.inner.live.owner;
+        let marker = clean_shutdown_key(owner);
         let clean = self.inner.store.get_meta(&marker).await?.is_some();
+        let first = !clean && self.inner.store.get_meta(&started_key(owner)).await?.is_none();
+        self.inner.store.put_meta(&started_key(owner), &self.inner.clock.now().to_rfc3339()).await?;
         self.inner.store.delete_meta(&marker).await?;
         let n = self.sweep(!clean, false).await?;
-        tracing::info!(previous_exit = if clean { "clean" } else { "unclean" }, woken = n, "startup recovery sweep");
+        let previous_exit = match (clean, first) {
+            (true, _) => "clean",
+            (false, true) => "none (first start)",
+            (false, false) => "unclean",
+        };
+        tracing::info!(previous_exit, woken = n, "startup recovery sweep");
         Ok(clean)
     }
 

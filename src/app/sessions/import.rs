@@ -41,10 +41,16 @@ fn chunks(messages: &[Message]) -> Vec<&[Message]> {
 }
 
 /// What importing one session did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SessionImport {
-    /// Written, with this many messages.
+    /// Written under its own `imported-` key, with this many messages.
     Imported(usize),
+    /// Written as its chat's current session (Hermes' routing), with this many messages: the
+    /// chat's next message continues it.
+    Continued(usize),
+    /// Current in a chat there, but that chat already has a session here (kept): written under
+    /// its own `imported-` key, with this many messages.
+    ChatTaken(usize, SessionKey),
     /// Already in the store; nothing written.
     Present,
 }
@@ -72,7 +78,20 @@ impl App {
         if self.inner.store.get_session(&id).await?.is_some() {
             return Ok(SessionImport::Present);
         }
-        let (key, origin) = imported_key(s)?;
+        // Hermes' current session of a chat becomes that chat's current session here: under
+        // the key the chat's next message derives (this profile, these key rules). Not when it
+        // ended there (Hermes prunes such routes) or the chat has a session here already.
+        let routed = match s.route.as_ref().filter(|_| s.ended_at.is_none()) {
+            Some(o) => {
+                let key = SessionKey::derive_in(self.profile(), o, self.key_rules());
+                Some((self.inner.store.get_entry(&key).await?.is_none(), key, o.clone()))
+            }
+            None => None,
+        };
+        let (key, origin) = match &routed {
+            Some((true, key, o)) => (key.clone(), o.clone()),
+            _ => imported_key(s)?,
+        };
         // A previous run may have stopped after some chunks: resume after what is there.
         let done = usize::try_from(self.inner.store.count_messages(&id).await?).unwrap_or(usize::MAX).min(messages.len());
         let mut parts = chunks(&messages[done..]);
@@ -100,8 +119,13 @@ impl App {
             let reason = s.end_reason.clone().filter(|r| !r.is_empty()).unwrap_or_else(|| "ended".into());
             changes.push(SessionChange::End { session_id: id.clone(), reason, at });
         }
+        let n = messages.len();
         match self.inner.store.put_entry(&entry, &changes).await {
-            Ok(_) => Ok(SessionImport::Imported(messages.len())),
+            Ok(_) => Ok(match routed {
+                Some((true, ..)) => SessionImport::Continued(n),
+                Some((false, taken, _)) => SessionImport::ChatTaken(n, taken),
+                None => SessionImport::Imported(n),
+            }),
             // Someone else imported it at the same moment.
             Err(StoreError::Conflict(_)) if self.inner.store.get_session(&id).await?.is_some() => Ok(SessionImport::Present),
             Err(e) => Err(e.into()),
@@ -306,6 +330,7 @@ mod tests {
             started_at: t0,
             ended_at: None,
             end_reason: None,
+            route: None,
         };
         let msgs = (0..n).map(|i| Message::text(Role::User, format!("m{i}"), t0 + Duration::seconds(i as i64))).collect();
         (s, msgs)
@@ -329,6 +354,29 @@ mod tests {
         assert_eq!(e[0].updated_at, msgs[199].at);
         let (bad, m) = session("not an id", 1);
         assert!(matches!(app.import_session(&bad, &m).await, Err(AppError::BadRequest(_))));
+    }
+
+    #[tokio::test]
+    async fn a_routed_session_becomes_its_chats_current_session_unless_the_chat_has_one() {
+        let now = "2026-03-01T00:00:00Z".parse().unwrap();
+        let app = crate::test_support::TestApp::new(now).yaml("{}").llm(crate::test_support::CountingLlm::new("x")).build();
+        let chat = Origin::new("telegram", "5", ChatType::Dm, Some("5"), None).unwrap();
+        let (mut a, m) = session("20260101_100000_aaaaaa", 2);
+        a.route = Some(chat.clone());
+        assert_eq!(app.import_session(&a, &m).await.unwrap(), SessionImport::Continued(2));
+        let key = SessionKey::derive(&chat, Default::default());
+        assert_eq!(app.inner.store.get_entry(&key).await.unwrap().unwrap().session_id.as_str(), a.id);
+        // Another session routed to the same chat: the chat keeps the one it has.
+        let (mut b, m) = session("20260101_100000_bbbbbb", 1);
+        b.route = Some(chat.clone());
+        assert_eq!(app.import_session(&b, &m).await.unwrap(), SessionImport::ChatTaken(1, key.clone()));
+        assert_eq!(app.inner.store.get_entry(&key).await.unwrap().unwrap().session_id.as_str(), a.id);
+        // An ended session is no chat's current one, whatever the index says.
+        let (mut c, m) = session("20260101_100000_cccccc", 1);
+        let other = Origin::new("telegram", "6", ChatType::Dm, Some("6"), None).unwrap();
+        (c.route, c.ended_at) = (Some(other.clone()), Some(now));
+        assert_eq!(app.import_session(&c, &m).await.unwrap(), SessionImport::Imported(1));
+        assert!(app.inner.store.get_entry(&SessionKey::derive(&other, Default::default())).await.unwrap().is_none());
     }
 
     #[test]

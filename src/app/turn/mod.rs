@@ -21,6 +21,8 @@ pub(in crate::app) mod tool_guard;
 pub(in crate::app) mod types;
 
 #[cfg(test)]
+mod burst_tests;
+#[cfg(test)]
 mod compress_tests;
 #[cfg(test)]
 mod fence_tests;

@@ -40,7 +40,14 @@ enum Next {
     /// Released in a write conditioned on an empty FIFO: nothing can wait unseen, so no
     /// queue read follows (a later push sees the lease free and wakes the key).
     Released,
+    /// The pending slot holds a burst still arriving: ask again after this long (the lease
+    /// stays, so what arrives meanwhile joins the slot).
+    Settling(StdDuration),
 }
+
+/// How long the drain waits, at most, for one burst to settle (tokio time, so a clock that
+/// stands still cannot hold the drain).
+const BURST_CAP: StdDuration = StdDuration::from_millis(crate::core::queue::BURST_CAP_MS as u64);
 
 impl App {
     /// Runs one turn for a leased entry whose input is already in the transcript: notes and
@@ -180,8 +187,10 @@ impl App {
     }
 
     /// Takes the next work under the lease (slot first, then FIFO head), or releases it. Each
-    /// next turn gets a new lease grant (a new epoch) with the same token.
-    async fn take_next(&self, key: &SessionKey, token: &str, held: Option<Box<SessionEntry>>) -> Result<Next, AppError> {
+    /// next turn gets a new lease grant (a new epoch) with the same token. With `settle`, a
+    /// slot whose burst is still arriving (`core::queue::burst_settles_at`) is left for later:
+    /// its superseded messages then never start a model call.
+    async fn take_next(&self, key: &SessionKey, token: &str, held: Option<Box<SessionEntry>>, settle: bool) -> Result<Next, AppError> {
         let held = std::sync::Mutex::new(held);
         let held = &held;
         retry_cas(|| async move {
@@ -198,6 +207,10 @@ impl App {
             let mut next = e.clone();
             next.interrupt_requested = false;
             if self.inner.live.accepting() && !e.pending.is_empty() {
+                let now = self.inner.clock.now();
+                if let Some(at) = crate::core::queue::burst_settles_at(&e.pending).filter(|at| settle && *at > now) {
+                    return Ok(Next::Settling((at - now).to_std().unwrap_or_default().min(BURST_CAP)));
+                }
                 next.grant(Lease { token: token.to_string(), ..self.new_lease() });
                 let msgs = pending_messages(&mut next);
                 let change = SessionChange::Append { session_id: e.session_id.clone(), messages: msgs };
@@ -254,7 +267,7 @@ impl App {
         token: String,
         held: Option<Box<SessionEntry>>,
     ) -> Result<(), AppError> {
-        match self.take_next(&key, &token, held).await {
+        match self.take_next(&key, &token, held, true).await {
             Ok(Next::Released) => {
                 self.inner.live.unregister(&key, &token);
                 Ok(())
@@ -264,6 +277,12 @@ impl App {
                 if self.inner.live.accepting() && !self.inner.store.queue_list(&key).await?.is_empty() {
                     self.kick(&key);
                 }
+                Ok(())
+            }
+            // The burst settles in the background: this message's caller has its answer now.
+            Ok(Next::Settling(_)) => {
+                let app = self.clone();
+                tokio::spawn(async move { app.drain(key, token).await });
                 Ok(())
             }
             Ok(Next::Turn(e)) => {
@@ -291,15 +310,24 @@ impl App {
         let started = tokio::time::Instant::now();
         let mut held = None;
         let mut seen_empty = false;
+        let mut settling: Option<tokio::time::Instant> = None;
         loop {
             if started.elapsed() > StdDuration::from_secs(DRAIN_BUDGET_SECS) {
                 // Leave the rest for the next sweep; the lease is released so it can run.
                 let _ = self.update_leased(&key, &token, &[], |e| e.lease = None).await;
                 break;
             }
-            match self.take_next(&key, &token, held.take()).await {
+            let settle = settling.is_none_or(|t| t.elapsed() < BURST_CAP);
+            match self.take_next(&key, &token, held.take(), settle).await {
+                Ok(Next::Settling(wait)) => {
+                    settling.get_or_insert_with(tokio::time::Instant::now);
+                    tokio::time::sleep(wait).await;
+                }
                 Ok(Next::Turn(e)) => match self.one_turn(&e).await {
-                    Ok(r) => held = r.held,
+                    Ok(r) => {
+                        settling = None;
+                        held = r.held;
+                    }
                     Err(_) => {
                         let _ = self.update_leased(&key, &token, &[], |e| e.lease = None).await;
                         break;

@@ -4,11 +4,15 @@
 //! at once and handled in the background; anything else (other event types, bot messages,
 //! edits, joins) → 200 and ignored.
 //!
-//! Conversation places follow Hermes: a top-level DM is the DM's session
-//! (`agent:main:slack:dm:<channel>`), a threaded DM its own (`…:dm:<channel>:<thread_ts>`); a
-//! mention in a channel lives in its thread — the thread it was written in, or the thread the
-//! reply starts under the message (`…:group:<channel>:<thread_ts or ts>`), so a follow-up
-//! mention in that thread continues the same conversation.
+//! Conversation places follow Hermes 0.19.0's adapter ([`Threading`]): a top-level DM starts
+//! its own thread, answered there, and that thread is its session
+//! (`agent:main:slack:dm:<channel>:<ts>`; with `dm_top_level_threads_as_sessions: false` the
+//! DM's one session `…:dm:<channel>`); a message in a DM thread lives in that thread's session
+//! (`…:dm:<channel>:<thread_ts>`). A mention in a channel lives in its thread — the thread it
+//! was written in, or the thread the reply starts under the message
+//! (`…:group:<channel>:<thread_ts or ts>`), so a follow-up mention in that thread continues the
+//! same conversation; with `reply_in_thread: false` a top-level mention is answered in the
+//! channel and the channel is one session (per user, as `group_sessions_per_user`).
 
 use crate::channels::{Attachment, AttachmentKind, ChannelError, Received, WebReply};
 use crate::core::ids::{ChatType, Origin};
@@ -97,8 +101,26 @@ fn ignored(why: &str) -> Received {
     Received::Answer(WebReply::json(json!({"ok": true, "ignored": why})))
 }
 
+/// Hermes' `platforms.slack.extra` keys that place a conversation (both default true). The
+/// reply goes to the place that is the session: where Hermes would answer a DM-wide session in
+/// a thread (`dm_top_level_threads_as_sessions: false` with `reply_in_thread: true`) or a
+/// per-message session in the DM itself (the reverse), the answer goes to the session's place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Threading {
+    /// `dm_top_level_threads_as_sessions`: a top-level DM opens its own thread and session.
+    pub dm_top_level_threads_as_sessions: bool,
+    /// `reply_in_thread`: a top-level channel mention is answered in a thread under it.
+    pub reply_in_thread: bool,
+}
+
+impl Default for Threading {
+    fn default() -> Self {
+        Self { dm_top_level_threads_as_sessions: true, reply_in_thread: true }
+    }
+}
+
 /// What an authenticated Events API body becomes.
-pub fn receive(body: &[u8]) -> Result<Received, ChannelError> {
+pub fn receive(body: &[u8], threading: Threading) -> Result<Received, ChannelError> {
     let envelope: Envelope = serde_json::from_slice(body).map_err(|e| bad(format!("not a Slack event: {e}")))?;
     match envelope.kind.as_str() {
         "url_verification" => {
@@ -108,7 +130,7 @@ pub fn receive(body: &[u8]) -> Result<Received, ChannelError> {
         "event_callback" => {
             let Some(event) = envelope.event else { return Ok(ignored("no event")) };
             let bot = envelope.authorizations.into_iter().find_map(|a| a.user_id);
-            Ok(match normalize(event, bot.as_deref())? {
+            Ok(match normalize(event, bot.as_deref(), threading)? {
                 Ok(msg) => Received::Deferred { msg, ack: WebReply::json(json!({"ok": true})), then: None },
                 Err(why) => ignored(why),
             })
@@ -118,7 +140,7 @@ pub fn receive(body: &[u8]) -> Result<Received, ChannelError> {
 }
 
 /// The inbound message of an event, or why it is ignored.
-fn normalize(e: Event, bot: Option<&str>) -> Result<Result<Inbound, &'static str>, ChannelError> {
+fn normalize(e: Event, bot: Option<&str>, threading: Threading) -> Result<Result<Inbound, &'static str>, ChannelError> {
     let dm = match e.kind.as_str() {
         "message" if e.channel_type.as_deref() == Some("im") => true,
         "message" => return Ok(Err("not a direct message")),
@@ -139,7 +161,9 @@ fn normalize(e: Event, bot: Option<&str>) -> Result<Result<Inbound, &'static str
         return Ok(Err("no text"));
     }
     let in_thread = e.thread_ts.as_deref().filter(|t| !t.is_empty() && *t != e.ts);
-    let (chat_type, thread) = if dm { (ChatType::Dm, in_thread) } else { (ChatType::Group, Some(in_thread.unwrap_or(&e.ts))) };
+    let top_level_thread = if dm { threading.dm_top_level_threads_as_sessions } else { threading.reply_in_thread };
+    let thread = in_thread.or_else(|| top_level_thread.then_some(e.ts.as_str()));
+    let chat_type = if dm { ChatType::Dm } else { ChatType::Group };
     let origin = Origin::new("slack", &e.channel, chat_type, Some(user), thread).map_err(|err| bad(err.to_string()))?;
     let user_name = e.user_profile.and_then(|p| p.display_name.filter(|n| !n.is_empty()).or(p.real_name));
     Ok(Ok(Inbound { origin, text, message_id: Some(e.ts), user_name, reply: ReplyPath::Origin, attachments }))
@@ -194,7 +218,11 @@ mod tests {
     use serde_json::Value;
 
     fn run(v: Value) -> Received {
-        receive(&serde_json::to_vec(&v).unwrap()).unwrap()
+        run_with(v, Threading::default())
+    }
+
+    fn run_with(v: Value, t: Threading) -> Received {
+        receive(&serde_json::to_vec(&v).unwrap(), t).unwrap()
     }
 
     fn callback(event: Value) -> Value {
@@ -224,8 +252,8 @@ mod tests {
             Received::Answer(r) => assert_eq!(r, WebReply::json(json!({"challenge": "abc123"}))),
             _ => panic!("not an answer"),
         }
-        assert!(receive(br#"{"type":"url_verification"}"#).is_err());
-        assert!(receive(b"not json").is_err());
+        assert!(receive(br#"{"type":"url_verification"}"#, Threading::default()).is_err());
+        assert!(receive(b"not json", Threading::default()).is_err());
     }
 
     #[test]
@@ -233,7 +261,11 @@ mod tests {
         let dm = inbound(
             json!({"type": "message", "channel_type": "im", "channel": "D1", "user": "U1", "text": "a &lt;b&gt; &amp; c", "ts": "100.1"}),
         );
-        assert_eq!((dm.origin.chat_type, dm.origin.chat_id.as_str(), dm.origin.thread_id.as_deref()), (ChatType::Dm, "D1", None));
+        assert_eq!(
+            (dm.origin.chat_type, dm.origin.chat_id.as_str(), dm.origin.thread_id.as_deref()),
+            (ChatType::Dm, "D1", Some("100.1")),
+            "a top-level DM is its own thread"
+        );
         assert_eq!((dm.text.as_str(), dm.message_id.as_deref(), dm.reply), ("a <b> & c", Some("100.1"), ReplyPath::Origin));
         let threaded = inbound(
             json!({"type": "message", "channel_type": "im", "channel": "D1", "user": "U1", "text": "x", "ts": "100.3", "thread_ts": "100.1"}),
@@ -248,6 +280,27 @@ mod tests {
             (inner.origin.thread_id.as_deref(), inner.text.as_str(), inner.origin.user_id.as_deref()),
             (Some("200.1"), "more", Some("U2"))
         );
+    }
+
+    #[test]
+    fn hermes_threading_keys_place_top_level_messages() {
+        let place = |v: Value, t: Threading| match run_with(callback(v), t) {
+            Received::Deferred { msg, .. } => msg.origin.thread_id,
+            _ => panic!("not a message"),
+        };
+        let dm = json!({"type": "message", "channel_type": "im", "channel": "D1", "user": "U1", "text": "x", "ts": "100.1"});
+        let in_dm_thread = json!({"type": "message", "channel_type": "im", "channel": "D1", "user": "U1", "text": "x", "ts": "100.3", "thread_ts": "100.1"});
+        let top = json!({"type": "app_mention", "channel": "C1", "user": "U1", "text": "<@UBOT> x", "ts": "200.1"});
+        let in_thread =
+            json!({"type": "app_mention", "channel": "C1", "user": "U1", "text": "<@UBOT> x", "ts": "200.2", "thread_ts": "200.1"});
+        let legacy_dm = Threading { dm_top_level_threads_as_sessions: false, reply_in_thread: true };
+        let flat = Threading { dm_top_level_threads_as_sessions: true, reply_in_thread: false };
+        assert_eq!(place(dm.clone(), legacy_dm), None, "one DM-wide session");
+        assert_eq!(place(dm, flat).as_deref(), Some("100.1"), "reply_in_thread is about channels");
+        assert_eq!(place(in_dm_thread, legacy_dm).as_deref(), Some("100.1"), "a DM thread stays a thread");
+        assert_eq!(place(top.clone(), flat), None, "answered in the channel, one channel session");
+        assert_eq!(place(top, legacy_dm).as_deref(), Some("200.1"));
+        assert_eq!(place(in_thread, flat).as_deref(), Some("200.1"), "a thread reply is always answered in its thread");
     }
 
     #[test]

@@ -28,18 +28,26 @@ pub struct Slack {
     signing_secret: Option<SecretString>,
     client: Option<SlackClient>,
     replays: ReplayCache,
+    threading: event::Threading,
 }
 
 impl Slack {
     /// From `SLACK_SIGNING_SECRET` (inbound), `SLACK_BOT_TOKEN` (outbound) and
-    /// `platforms.slack.api_base` (default `https://slack.com/api`).
+    /// `platforms.slack.api_base` (default `https://slack.com/api`), with Hermes'
+    /// `platforms.slack.extra.reply_in_thread` and `dm_top_level_threads_as_sessions` (both
+    /// default true).
     pub fn from_config(cfg: &Loaded, http: reqwest::Client) -> Self {
-        let base = cfg.platform("slack").api_base;
-        let base = if base.trim().is_empty() { DEFAULT_API_BASE.to_string() } else { base };
+        let p = cfg.platform("slack");
+        let threading = event::Threading {
+            dm_top_level_threads_as_sessions: p.extra_flag("dm_top_level_threads_as_sessions", true),
+            reply_in_thread: p.extra_flag("reply_in_thread", true),
+        };
+        let base = if p.api_base.trim().is_empty() { DEFAULT_API_BASE.to_string() } else { p.api_base };
         Self {
             signing_secret: cfg.env.secret("SLACK_SIGNING_SECRET"),
             client: cfg.env.secret("SLACK_BOT_TOKEN").map(|t| SlackClient::new(http, &base, t)),
             replays: ReplayCache::default(),
+            threading,
         }
     }
 
@@ -81,7 +89,7 @@ impl Channel for Slack {
     }
 
     fn receive(&self, req: &RawRequest<'_>) -> Result<Received, ChannelError> {
-        event::receive(req.body)
+        event::receive(req.body, self.threading)
     }
 
     fn limit(&self) -> usize {
