@@ -154,7 +154,10 @@ async fn a_skill_job_sends_the_skill_to_the_model_and_the_answer_to_telegram() {
     let sent = tg.sent();
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0]["chat_id"], "-1001234567890");
-    assert_eq!(sent[0]["text"], "📋 Scheduled job: daily-news-summary\n\nTop AI news: all quiet.");
+    assert_eq!(
+        sent[0]["text"],
+        "Cronjob Response: daily-news-summary\n(job_id: daily-news-summary)\n-------------\n\nTop AI news: all quiet.\n\nTo stop or manage this job, send me a new message (e.g. \"stop reminder daily-news-summary\")."
+    );
     // A missing skill is an error of that run, delivered as one line.
     let o = cli(home.path(), &["cron", "run", "weekly-code-review"], &[("DISCORD_BOT_TOKEN", "")]);
     assert!(stdout(&o).contains(": error"), "{}", stdout(&o));

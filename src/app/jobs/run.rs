@@ -4,7 +4,7 @@
 //! stored it, the run and the job's finish.
 
 use crate::app::cas::retry_cas;
-use crate::app::jobs::types::{PREAMBLE, RunStart, Tail, is_silent, run_id};
+use crate::app::jobs::types::{PREAMBLE, RunStart, Tail, is_silent, run_id, wrap_response};
 use crate::app::turn::agent;
 use crate::app::turn::types::TurnSpec;
 use crate::app::types::TURN_BUDGET_SECS;
@@ -115,7 +115,7 @@ impl App {
             }
             Ok(a) => {
                 rec.output = a.clone();
-                Some(if self.inner.cfg.settings.cron.wrap_response { format!("📋 Scheduled job: {}\n\n{a}", job.name) } else { a })
+                Some(if self.inner.cfg.settings.cron.wrap_response { wrap_response(&job.name, &job.id, &a) } else { a })
             }
             Err(e) => {
                 tracing::error!(job_id = %job.id, error = %e, "job run failed");

@@ -20,6 +20,16 @@ pub fn is_silent(answer: &str) -> bool {
     t == "[SILENT]" || first == Some("[SILENT]") || last == Some("[SILENT]")
 }
 
+/// A job's delivered output as Hermes 0.19.0 wraps it (`cron/scheduler.py` `_deliver_result`):
+/// the `Cronjob Response:` header with the job's name (its id when unnamed), the job id line,
+/// the separator, the output and the footer.
+pub fn wrap_response(name: &str, id: &str, output: &str) -> String {
+    let name = if name.is_empty() { id } else { name };
+    format!(
+        "Cronjob Response: {name}\n(job_id: {id})\n-------------\n\n{output}\n\nTo stop or manage this job, send me a new message (e.g. \"stop reminder {name}\")."
+    )
+}
+
 pub(in crate::app) fn run_id(occ: &Occurrence, now: DateTime<Utc>) -> String {
     format!(
         "{}-{}-{:06x}",
@@ -58,7 +68,16 @@ pub(in crate::app) struct Tail {
 
 #[cfg(test)]
 mod tests {
-    use super::is_silent;
+    use super::{is_silent, wrap_response};
+
+    #[test]
+    fn wrapped_as_hermes_wraps_it() {
+        assert_eq!(
+            wrap_response("news", "a1b2c3d4e5f6", "Top story."),
+            "Cronjob Response: news\n(job_id: a1b2c3d4e5f6)\n-------------\n\nTop story.\n\nTo stop or manage this job, send me a new message (e.g. \"stop reminder news\")."
+        );
+        assert!(wrap_response("", "a1b2", "x").starts_with("Cronjob Response: a1b2\n(job_id: a1b2)\n"));
+    }
 
     #[test]
     fn silent_rules() {
