@@ -1,7 +1,9 @@
 //! Memory end to end on the real binary with a scripted OpenAI-compatible model: a memory
 //! saved in one session is in the next session's system prompt; the flush turn before a
 //! manual reset happens with ≥ `memory.flush_min_turns` user turns (and delivers nothing),
-//! not with fewer; `GET/PUT /api/memory` and `memory show|edit`.
+//! not with fewer; `GET/PUT /api/memory` and `memory show|edit`; two allowed Telegram users
+//! each get their own user profile (docs/who-sees-what.md), and `memory.user_profile: shared`
+//! keeps Hermes' one profile.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -153,4 +155,96 @@ async fn api_memory_put_validates_limits_and_cli_edit_applies_a_file() {
     let out = cli(home.path(), &["memory", "edit"], &[("EDITOR", "sed -i -e 's/^first$/edited/'"), ("VISUAL", "")]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("- edited"), "{}", stdout(&out));
+}
+
+/// Two allowed Telegram users of one agent, the fakes, and a `say` that waits for the reply.
+struct TwoUsers {
+    llm: FakeLlm,
+    tg: FakeTelegram,
+    gw: Gateway,
+    _home: TempHome,
+    n: i64,
+}
+
+impl TwoUsers {
+    async fn start(tag: &str, extra: &str) -> Self {
+        let llm = FakeLlm::start().await;
+        let tg = FakeTelegram::start().await;
+        let home = TempHome::new(tag);
+        let platforms = format!("platforms:\n  telegram:\n    api_base: {}\n    allowed_users: ['111', '222']\n{extra}", tg.url);
+        home.write("config.yaml", &config(Some(&llm), None, &platforms));
+        let gw = Gateway::start(home.path(), &[]);
+        Self { llm, tg, gw, _home: home, n: 0 }
+    }
+
+    /// `user` writes `text` in their DM; returns the model requests of that turn once its
+    /// one reply was sent.
+    async fn say(&mut self, user: i64, text: &str) -> Vec<Value> {
+        self.n += 1;
+        let (calls, sent) = (self.llm.calls(), self.tg.sent().len());
+        assert_eq!(self.gw.telegram("tg-secret", tg_update(self.n, self.n, user, user, text)).await, 200);
+        assert_eq!(self.tg.wait_for(sent + 1, 10).await.len(), sent + 1, "{user}'s `{text}` got its reply");
+        self.llm.requests()[calls..].to_vec()
+    }
+
+    fn memory_call(&self, args: Value) {
+        self.llm.push(Reply::Tool { name: "memory".into(), args });
+        self.llm.push(Reply::Text("Noted.".into()));
+    }
+}
+
+/// The memory tool's result as the model got it in the turn's second request.
+fn tool_result(reqs: &[Value]) -> String {
+    let msgs = reqs[1]["messages"].as_array().unwrap();
+    msgs.iter().rev().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn two_allowed_users_each_get_their_own_user_profile() {
+    let mut t = TwoUsers::start("memory-per-user", "").await;
+    t.memory_call(json!({"action": "add", "target": "user", "content": "111 likes tea"}));
+    let reqs = t.say(111, "remember: I like tea").await;
+    assert!(tool_result(&reqs).contains("\"success\":true"), "{}", tool_result(&reqs));
+
+    // 222's first session: 111's entry is not in its prompt.
+    t.memory_call(json!({"action": "add", "target": "user", "content": "222 drinks coffee"}));
+    let reqs = t.say(222, "remember: I drink coffee").await;
+    let sys = system_of(&reqs[0]);
+    assert!(sys.contains("persistent memory") && !sys.contains("111 likes tea"), "{sys}");
+    // 222 tries to remove 111's entry: refused, listing 222's own entries only.
+    t.memory_call(json!({"action": "remove", "target": "user", "old_text": "likes tea"}));
+    let reqs = t.say(222, "forget that I like tea").await;
+    let refusal = tool_result(&reqs);
+    assert!(refusal.contains("No entry matched 'likes tea'") && refusal.contains("222 drinks coffee"), "{refusal}");
+    assert!(!refusal.contains("111 likes tea"), "another user's entry quoted: {refusal}");
+
+    // 111's next session has their own profile, not 222's.
+    t.say(111, "/new").await;
+    let reqs = t.say(111, "what do I like?").await;
+    let sys = system_of(&reqs[0]);
+    assert!(sys.contains("USER PROFILE (who the user is)") && sys.contains("111 likes tea"), "{sys}");
+    assert!(!sys.contains("222 drinks coffee"), "{sys}");
+
+    let (s, v) = t.gw.get("/api/memory").await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["user_profile"], "per_user");
+    assert_eq!(v["profiles"]["telegram:111"]["entries"], json!(["111 likes tea"]), "{v}");
+    assert_eq!(v["profiles"]["telegram:222"]["entries"], json!(["222 drinks coffee"]), "{v}");
+    assert_eq!(v["user"]["entries"], json!([]), "the shared profile is untouched: {v}");
+}
+
+#[tokio::test]
+async fn shared_mode_keeps_hermes_one_profile_for_everybody() {
+    let mut t = TwoUsers::start("memory-shared", "memory:\n  user_profile: shared\n").await;
+    t.memory_call(json!({"action": "add", "target": "user", "content": "111 likes tea"}));
+    t.say(111, "remember: I like tea").await;
+    let reqs = t.say(222, "hello").await;
+    assert!(system_of(&reqs[0]).contains("111 likes tea"), "one profile, as Hermes: {}", system_of(&reqs[0]));
+    // The documented risk: a refusal lists the one profile's entries, whoever wrote them.
+    t.memory_call(json!({"action": "remove", "target": "user", "old_text": "coffee"}));
+    let reqs = t.say(222, "forget coffee").await;
+    assert!(tool_result(&reqs).contains("111 likes tea"), "{}", tool_result(&reqs));
+    let (_, v) = t.gw.get("/api/memory").await;
+    assert_eq!((&v["user_profile"], &v["user"]["entries"]), (&json!("shared"), &json!(["111 likes tea"])), "{v}");
+    assert_eq!(v["profiles"], json!({}), "{v}");
 }
