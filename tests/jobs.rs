@@ -92,9 +92,15 @@ fn cli_add_list_pause_resume_remove_and_bad_schedules() {
     assert_eq!(o.status.code(), Some(1));
     // The delivery policy (docs/who-sees-what.md): a chat nobody allowed is refused, nothing stored.
     let o = cli(home.path(), &["cron", "add", "every 2h", "x", "--deliver", "telegram:999"], &[]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2), "a usage error");
     assert!(stderr(&o).contains("delivery to `telegram:999` is not allowed"), "{}", stderr(&o));
     assert!(jobs_json(&home).is_empty());
+    // So is an edit moving a job there; the job keeps its target.
+    assert!(cli(home.path(), &["cron", "add", "every 2h", "x", "--name", "kept", "--deliver", "local"], &[]).status.success());
+    let o = cli(home.path(), &["cron", "edit", "kept", "--deliver", "telegram:998"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("delivery to `telegram:998` is not allowed"), "{}", stderr(&o));
+    assert_eq!(jobs_json(&home)[0]["deliver"], json!(["local"]));
 }
 
 fn job_home(tag: &str, llm: &FakeLlm, tg: &FakeTelegram, extra: &str) -> TempHome {

@@ -56,16 +56,15 @@ impl App {
     /// Checks a job's `deliver` targets for a caller in chat `caller` (`None`: the operator's
     /// CLI, REST API or jobs.json). `local`, `origin` (the chat the job was made in) and a
     /// bare platform (its home channel) always pass; a `platform:chat_id[:thread_id]` must
-    /// pass the delivery policy.
+    /// pass the delivery policy ([`AppError::NotAllowed`] otherwise).
     pub(in crate::app) fn check_job_delivery(&self, deliver: &[String], caller: Option<&Origin>) -> Result<(), AppError> {
         let rules = self.access();
         let admin = rules.is_admin(caller);
-        let refuse = |e: String| AppError::BadRequest(e);
         for label in deliver {
             let mut parts = label.trim().splitn(3, ':');
             let (platform, chat, thread) = (parts.next().unwrap_or_default(), parts.next(), parts.next());
             if let Some(chat) = chat {
-                rules.check_delivery(admin, caller, platform, chat, thread).map_err(refuse)?;
+                rules.check_delivery(admin, caller, platform, chat, thread).map_err(AppError::NotAllowed)?;
             }
         }
         Ok(())

@@ -144,6 +144,10 @@ pub enum AppError {
     /// No such job (or session).
     #[error("{0}")]
     NotFound(String),
+    /// A policy refuses what was asked (a job target outside the delivery policy,
+    /// docs/who-sees-what.md); nothing was changed. A 400 on the API, exit 2 on the CLI.
+    #[error("{0}")]
+    NotAllowed(String),
 }
 
 impl App {

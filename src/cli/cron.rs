@@ -54,6 +54,11 @@ pub async fn run(app: App, cmd: CronCmd) -> anyhow::Result<ExitCode> {
             eprintln!("hermes-zero: {m}");
             Ok(ExitCode::FAILURE)
         }
+        // A target the delivery policy refuses is a usage error (docs/who-sees-what.md).
+        Err(AppError::NotAllowed(m)) => {
+            eprintln!("hermes-zero: {m}");
+            Ok(ExitCode::from(2))
+        }
         Err(e) => Err(e.into()),
     }
 }

@@ -57,7 +57,7 @@ impl From<ChannelError> for ApiError {
 impl From<AppError> for ApiError {
     fn from(e: AppError) -> Self {
         match &e {
-            AppError::BadRequest(m) => Self::new(StatusCode::BAD_REQUEST, m.clone()),
+            AppError::BadRequest(m) | AppError::NotAllowed(m) => Self::new(StatusCode::BAD_REQUEST, m.clone()),
             AppError::Model(m) => Self::new(StatusCode::BAD_GATEWAY, format!("the model failed: {m}; your message was saved")),
             AppError::Contended => Self::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
             AppError::NotFound(m) => Self::new(StatusCode::NOT_FOUND, m.clone()),
