@@ -223,17 +223,30 @@ pub enum CronCmd {
 /// `memory` sub-commands.
 #[derive(Debug, Subcommand)]
 pub enum MemoryCmd {
-    /// Both stores with their entries and usage.
+    /// Both stores with their entries and usage (and the users with a profile of their own).
     Show {
         /// JSON output.
         #[arg(long)]
         json: bool,
+        /// Show this user's own profile as the user store: `platform:user_id`, `id:<name>` or
+        /// `chat:<platform>:<chat_id>` (default: the shared profile).
+        #[arg(long, value_name = "USER")]
+        user: Option<String>,
     },
     /// Edit both stores in $EDITOR (or apply a file in the same format with --file).
     Edit {
         /// Apply this file instead of opening an editor (`-` reads stdin).
         #[arg(long, value_name = "PATH")]
         file: Option<PathBuf>,
+        /// Edit this user's own profile as the user store (as `show --user`).
+        #[arg(long, value_name = "USER")]
+        user: Option<String>,
+    },
+    /// The users with a profile of their own (`memory.user_profile: per_user`).
+    Users {
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
     },
 }
 

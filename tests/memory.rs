@@ -248,3 +248,63 @@ async fn shared_mode_keeps_hermes_one_profile_for_everybody() {
     assert_eq!((&v["user_profile"], &v["user"]["entries"]), (&json!("shared"), &json!(["111 likes tea"])), "{v}");
     assert_eq!(v["profiles"], json!({}), "{v}");
 }
+
+#[tokio::test]
+async fn the_api_and_the_cli_show_and_edit_each_users_profile() {
+    let home = TempHome::new("memory-users");
+    home.write(
+        "config.yaml",
+        "platforms:\n  telegram:\n    allowed_users: ['111', '222']\nidentities:\n  ann: ['telegram:111', 'slack:U1']\nmemory:\n  user_char_limit: 40\n",
+    );
+    let gw = Gateway::start(home.path(), &[]);
+    let put = |q: &str, body: Value| {
+        let (http, url, key) = (gw.http.clone(), format!("{}/api/memory{q}", gw.base), gw.key.clone());
+        async move {
+            let r = http.put(url).bearer_auth(key).json(&body).send().await.unwrap();
+            (r.status().as_u16(), r.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    let (s, v) = put("?user=telegram%3A222", json!({"user": ["likes coffee"]})).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!((&v["owner"], &v["user"]["entries"]), (&json!("telegram:222"), &json!(["likes coffee"])), "{v}");
+    // A linked identity's ids all name one profile.
+    let (s, v) = put("?user=slack:U1", json!({"user": ["Ann, UTC+1"]})).await;
+    assert_eq!((s, &v["owner"]), (200, &json!("id:ann")), "{v}");
+    let (s, v) = put("?user=telegram:222", json!({"user": ["a profile far longer than forty characters!"]})).await;
+    assert_eq!(s, 400, "{v}");
+    let (_, v) = gw.get("/api/memory?user=telegram:111").await;
+    assert_eq!((&v["owner"], &v["user"]["entries"]), (&json!("id:ann"), &json!(["Ann, UTC+1"])), "{v}");
+    let (_, v) = gw.get("/api/memory").await;
+    assert_eq!(v["user_profile"], "per_user");
+    assert_eq!(v["user"]["entries"], json!([]), "the shared profile is untouched: {v}");
+    assert_eq!(v["profiles"]["telegram:222"]["entries"], json!(["likes coffee"]), "a refused change wrote nothing: {v}");
+    let owners: Vec<&String> = v["profiles"].as_object().unwrap().keys().collect();
+    assert_eq!(owners, ["id:ann", "telegram:222"]);
+    for bad in ["?user=111", "?user=telegram%3A1%202", "?who=telegram:1", "?user=telegram:1&user=telegram:2"] {
+        let (s, v) = gw.get(&format!("/api/memory{bad}")).await;
+        assert_eq!(s, 400, "{bad}: {v}");
+        assert!(v["error"].as_str().is_some_and(|e| e.contains("not a user") || e.contains("user")), "{bad}: {v}");
+    }
+    let r = gw.http.get(format!("{}/api/memory?user=telegram:222", gw.base)).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 401, "the key first");
+    drop(gw);
+
+    let out = cli(home.path(), &["memory", "users", "--json"], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let users: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(users.as_array().unwrap().iter().map(|u| u["user"].as_str().unwrap()).collect::<Vec<_>>(), ["id:ann", "telegram:222"]);
+    assert_eq!(users[1]["usage"], "30% — 12/40 chars", "{users}");
+    home.write("edit.txt", "=== user ===\nlikes tea\n");
+    let file = home.path().join("edit.txt");
+    let out = cli(home.path(), &["memory", "edit", "--user", "telegram:222", "--file", file.to_str().unwrap()], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("user (telegram:222): ") && stdout(&out).contains("- likes tea"), "{}", stdout(&out));
+    let out = cli(home.path(), &["memory", "show", "--user", "telegram:222", "--json"], &[]);
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["user"]["entries"], json!(["likes tea"]));
+    let out = cli(home.path(), &["memory", "show"], &[]);
+    assert!(stdout(&out).contains("each user has their own: memory users"), "{}", stdout(&out));
+    let out = cli(home.path(), &["memory", "show", "--user", "not-a-user"], &[]);
+    assert_eq!(out.status.code(), Some(2), "a usage error");
+    assert!(stderr(&out).contains("--user: `not-a-user` is not a user"), "{}", stderr(&out));
+}

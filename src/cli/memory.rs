@@ -1,8 +1,9 @@
-//! `hermes-zero memory show|edit`: the agent's two memory stores from the terminal, through
-//! the same use cases as the dashboard's Memory tab (docs/design.md#memory).
+//! `hermes-zero memory show|edit [--user USER]|users`: the agent's memory stores from the
+//! terminal, through the same use cases as the dashboard's Memory tab (docs/design.md#memory):
+//! its notes, and the shared user profile or one user's own (docs/who-sees-what.md).
 
 use super::MemoryCmd;
-use crate::app::{App, AppError};
+use crate::app::{App, AppError, Memory};
 use crate::core::memory::{edit_text, parse_edit_text};
 use anyhow::Context;
 use std::io::Read;
@@ -12,13 +13,29 @@ use std::process::ExitCode;
 /// Runs one `memory` sub-command.
 pub async fn run(app: App, cmd: MemoryCmd) -> anyhow::Result<ExitCode> {
     match cmd {
-        MemoryCmd::Show { json } => show(&app, json).await,
-        MemoryCmd::Edit { file } => edit(&app, file).await,
+        MemoryCmd::Show { json, user } => match view(&app, user.as_deref()) {
+            Ok(m) => show(&m, json).await,
+            Err(code) => Ok(code),
+        },
+        MemoryCmd::Edit { file, user } => match view(&app, user.as_deref()) {
+            Ok(m) => edit(&m, file).await,
+            Err(code) => Ok(code),
+        },
+        MemoryCmd::Users { json } => users(&app, json).await,
     }
 }
 
-async fn show(app: &App, json: bool) -> anyhow::Result<ExitCode> {
-    let v = app.memory().show().await?;
+/// The view on `--user`'s profile (none: the shared one); a malformed user is a usage error
+/// (exit 2), told before anything is read.
+fn view(app: &App, user: Option<&str>) -> Result<Memory, ExitCode> {
+    app.memory().user(user).map_err(|e| {
+        eprintln!("hermes-zero: --user: {e}");
+        ExitCode::from(2)
+    })
+}
+
+async fn show(memory: &Memory, json: bool) -> anyhow::Result<ExitCode> {
+    let v = memory.show().await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(ExitCode::SUCCESS);
@@ -26,7 +43,12 @@ async fn show(app: &App, json: bool) -> anyhow::Result<ExitCode> {
     for t in ["memory", "user"] {
         let s = &v[t];
         let state = if s["enabled"].as_bool().unwrap_or(true) { "" } else { " (disabled)" };
-        println!("{t}: {}{state}", s["usage"].as_str().unwrap_or_default());
+        let whose = match (t, v["owner"].as_str()) {
+            ("user", Some(owner)) => format!(" ({owner})"),
+            ("user", None) if v["user_profile"] == "per_user" => " (shared; each user has their own: memory users)".into(),
+            _ => String::new(),
+        };
+        println!("{t}{whose}: {}{state}", s["usage"].as_str().unwrap_or_default());
         for e in s["entries"].as_array().into_iter().flatten() {
             println!("  - {}", e.as_str().unwrap_or_default().replace('\n', "\n    "));
         }
@@ -34,8 +56,23 @@ async fn show(app: &App, json: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-async fn edit(app: &App, file: Option<PathBuf>) -> anyhow::Result<ExitCode> {
-    let before = edit_text(&app.memory().entries().await?);
+/// `memory users`: one line per user with a profile of their own.
+async fn users(app: &App, json: bool) -> anyhow::Result<ExitCode> {
+    let list = app.memory().users().await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&list)?);
+    } else if list.is_empty() {
+        println!("no user has a profile of their own yet (memory.user_profile: per_user; docs/who-sees-what.md)");
+    } else {
+        for u in &list {
+            println!("{}  {} entries  {}", u["user"].as_str().unwrap_or_default(), u["entries"], u["usage"].as_str().unwrap_or_default());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn edit(memory: &Memory, file: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    let before = edit_text(&memory.entries().await?);
     let text = match file {
         Some(p) if p.as_os_str() == "-" => {
             let mut s = String::new();
@@ -58,7 +95,7 @@ async fn edit(app: &App, file: Option<PathBuf>) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     };
-    match app.memory().set(&stores).await {
+    match memory.set(&stores).await {
         Ok(()) => {}
         Err(AppError::BadRequest(e)) => {
             eprintln!("hermes-zero: memory not changed: {e}");
@@ -66,7 +103,7 @@ async fn edit(app: &App, file: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         }
         Err(e) => return Err(e.into()),
     }
-    show(app, false).await
+    show(memory, false).await
 }
 
 /// Opens `text` in `$VISUAL` / `$EDITOR` (default `vi`) on a private temp file (mode 0600,

@@ -23,6 +23,9 @@ pub struct AccessRules {
     pub allow_all_users: bool,
 }
 
+/// Longest profile owner name the operator may give (`memory --user`).
+pub const MAX_OWNER_LEN: usize = 256;
+
 /// One user on one platform.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct UserRef {
@@ -120,9 +123,38 @@ impl AccessRules {
     /// `platform:user_id`; `None` without a user id.
     pub fn profile_owner(&self, origin: &Origin) -> Option<String> {
         let user = origin.user_id.as_deref()?;
-        let me = format!("{}:{user}", origin.platform);
+        Some(self.linked_owner(format!("{}:{user}", origin.platform)))
+    }
+
+    /// `platform:user_id`'s profile owner: its linked identity (`id:<name>`), else itself.
+    fn linked_owner(&self, me: String) -> String {
         let linked = self.identities.iter().find(|(_, ids)| ids.iter().any(|s| s.trim() == me));
-        Some(linked.map_or(me, |(name, _)| format!("id:{name}")))
+        linked.map_or(me, |(name, _)| format!("id:{name}"))
+    }
+
+    /// The owner of the user profile the operator names (`memory --user`, `/api/memory?user=`):
+    /// `platform:user_id` (resolved to its linked identity as [`Self::profile_owner`] does),
+    /// `id:<name>`, or `chat:<platform>:<chat_id>` (a chat whose platform gives no user). A
+    /// malformed name is an error naming the accepted forms.
+    pub fn profile_owner_named(&self, name: &str) -> Result<String, String> {
+        let name = name.trim();
+        let bad = || {
+            format!(
+                "`{}` is not a user: give `platform:user_id` (telegram:111), `id:<name>` (a linked identity) or `chat:<platform>:<chat_id>`",
+                name.chars().take(80).collect::<String>()
+            )
+        };
+        let (kind, rest) = name.split_once(':').ok_or_else(bad)?;
+        let kind_ok = !kind.is_empty() && kind.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
+        let chars_ok = name.len() <= MAX_OWNER_LEN && !name.chars().any(|c| c.is_whitespace() || c.is_control());
+        let rest_ok = match kind {
+            "chat" => rest.split_once(':').is_some_and(|(p, c)| !p.is_empty() && !c.is_empty()),
+            _ => !rest.is_empty(),
+        };
+        if !(kind_ok && chars_ok && rest_ok) {
+            return Err(bad());
+        }
+        Ok(if matches!(kind, "id" | "chat") { name.to_string() } else { self.linked_owner(name.to_string()) })
     }
 
     /// How many users the allow lists hold across platforms (`allow_all_users`: many).
@@ -225,6 +257,17 @@ mod tests {
         }
         assert_eq!(r.profile_owner(&dm("slack", "U1")).as_deref(), Some("id:ann"));
         assert_eq!(r.profile_owner(&dm("telegram", "222")).as_deref(), Some("telegram:222"));
+        // The operator names a profile the same way a chat finds it.
+        assert_eq!(r.profile_owner_named(" telegram:111 ").as_deref(), Ok("id:ann"));
+        assert_eq!(r.profile_owner_named("slack:U1").as_deref(), Ok("id:ann"));
+        for same in ["telegram:222", "id:bob", "chat:whatsapp:g1"] {
+            assert_eq!(r.profile_owner_named(same).as_deref(), Ok(same));
+        }
+        for bad in ["", "111", ":111", "telegram:", "Tele gram:1", "telegram:1 2", "chat:x", "chat::1", "a:\u{7}"] {
+            let e = r.profile_owner_named(bad).unwrap_err();
+            assert!(e.contains("is not a user"), "{bad}: {e}");
+        }
+        assert!(r.profile_owner_named(&format!("telegram:{}", "1".repeat(MAX_OWNER_LEN))).is_err());
     }
 
     #[test]

@@ -283,9 +283,32 @@ pub struct Memory {
 }
 
 impl Memory {
-    /// The same view on `owner`'s profile (`platform:user_id` or `id:<name>`; `None`: shared).
-    pub fn user(self, owner: Option<String>) -> Self {
-        Self { owner: owner.map(|o| o.trim().to_string()).filter(|o| !o.is_empty()), ..self }
+    /// The same view on one user's profile (`None` or blank: the shared one). `user` is
+    /// `platform:user_id` (its linked identity's profile when `identities` links it),
+    /// `id:<name>` or `chat:<platform>:<chat_id>`; anything else is a `BadRequest`.
+    pub fn user(self, user: Option<&str>) -> Result<Self, AppError> {
+        let owner = match user.map(str::trim).filter(|u| !u.is_empty()) {
+            Some(u) => Some(self.app.access().profile_owner_named(u).map_err(AppError::BadRequest)?),
+            None => None,
+        };
+        Ok(Self { owner, ..self })
+    }
+
+    /// The owners of the per-user profiles written so far, each with its entry count and
+    /// usage (`memory users`).
+    pub async fn users(&self) -> Result<Vec<Value>, AppError> {
+        let lim = self.app.memory_settings().limit(Target::User);
+        let mut out = Vec::new();
+        for owner in self.app.memory_profile_owners().await? {
+            let entries = self.app.memory_load(&Shelf::new(Target::User, Some(owner.clone()))).await?.entries;
+            out.push(json!({"user": owner, "entries": entries.len(), "usage": memory::usage(&entries, lim)}));
+        }
+        Ok(out)
+    }
+
+    /// Whose profile this view's `user` store is (`None`: the shared one).
+    pub fn owner(&self) -> Option<&str> {
+        self.owner.as_deref()
     }
 
     fn shelf(&self, t: Target) -> Shelf {
