@@ -1,10 +1,10 @@
 //! The Schedule dashboard end to end, in Debian's headless Chromium driven over WebDriver
 //! (`chromedriver`, fantoccini): sign in (wrong key, then right), create a job (invalid, then
 //! valid schedule with its 3-run preview), run it against the fake model and read the output,
-//! pause, resume, edit, delete; open and reset a session; edit memory; read the status page.
-//! Screenshots go to `target/ui-screenshot.png` (the Schedule page, desktop),
-//! `target/ui-screenshot-375.png` (phone width), and `target/ui-create.png`,
-//! `ui-sessions.png`, `ui-memory.png`, `ui-status.png`.
+//! pause, resume, edit, delete; open and reset a session; edit memory and one user's own
+//! profile; read the status page. Screenshots go to `target/ui-screenshot.png` (the Schedule
+//! page, desktop), `target/ui-screenshot-375.png` (phone width), and `target/ui-create.png`,
+//! `ui-sessions.png`, `ui-memory.png`, `ui-memory-user.png`, `ui-status.png`.
 //!
 //! Needs `/usr/bin/chromium` and `/usr/bin/chromedriver`: `scripts/ui-deps.sh` installs them
 //! (scripts/test.sh always runs it). Without them this test fails; it never passes silently.
@@ -137,6 +137,14 @@ async fn text_contains(c: &Client, css: &str, needle: &str) -> Result<String> {
     })
     .await;
     r.with_context(|| format!("last text of `{css}`: {:?}", last.borrow()))
+}
+
+/// Waits until the form field `css` holds `want`.
+async fn value_is(c: &Client, css: &str, want: &str) -> Result<()> {
+    poll(&format!("`{css}` to hold {want:?}"), || async {
+        (c.find(Locator::Css(css)).await.ok()?.prop("value").await.ok()?? == want).then_some(())
+    })
+    .await
 }
 
 async fn displayed(c: &Client, css: &str, want: bool) -> Result<()> {
@@ -366,6 +374,30 @@ async fn memory(c: &Client, gw: &Gateway) -> Result<()> {
     Ok(())
 }
 
+/// Per-user profiles (docs/who-sees-what.md): the users with one are listed, each is shown
+/// and saved on its own, and the shared profile stays as it was.
+async fn user_profiles(c: &Client, gw: &Gateway) -> Result<()> {
+    let r = gw.http.put(format!("{}/api/memory?user=telegram:111", gw.base)).bearer_auth(&gw.key).json(&json!({"user": ["likes tea"]}));
+    ensure!(r.send().await?.status() == 200, "seeding telegram:111's profile");
+    click(c, "#memory-refresh").await?;
+    text_contains(c, "[data-testid=m-mode]", "per_user").await?;
+    find(c, "#m-owner").await?.select_by_value("telegram:111").await?;
+    text_contains(c, "[data-testid=m-user-title]", "User profile of telegram:111").await?;
+    value_is(c, "#m-user", "likes tea").await?;
+    type_into(c, "#m-user", "likes green tea").await?;
+    click(c, "#memory-save").await?;
+    text_contains(c, "#notice", "Memory saved").await?;
+    shot(c, "ui-memory-user.png").await?;
+    let (_, v) = gw.get("/api/memory?user=telegram:111").await;
+    ensure!(v["user"]["entries"] == json!(["likes green tea"]) && v["owner"] == "telegram:111", "{v}");
+    let (_, v) = gw.get("/api/memory").await;
+    ensure!(v["user"]["entries"] == json!(["Ann"]), "the shared profile is untouched: {v}");
+    find(c, "#m-owner").await?.select_by_value("").await?;
+    text_contains(c, "[data-testid=m-user-title]", "User profile").await?;
+    value_is(c, "#m-user", "Ann").await?;
+    Ok(())
+}
+
 async fn status(c: &Client) -> Result<()> {
     click(c, "#tab-status").await?;
     text_contains(c, "[data-testid=status-version]", env!("CARGO_PKG_VERSION")).await?;
@@ -402,6 +434,7 @@ async fn journey(c: &Client, gw: &Gateway, llm: &FakeLlm, session_id: &str) -> R
     step("delete", delete_job(c, gw)).await?;
     step("sessions", sessions(c, gw, session_id)).await?;
     step("memory", memory(c, gw)).await?;
+    step("user profiles", user_profiles(c, gw)).await?;
     step("status", status(c)).await?;
     // Signing out forgets the key; a reload shows the sign-in form again.
     step("sign out", async {
@@ -417,8 +450,10 @@ async fn dashboard_in_headless_chromium() {
     require_browser();
     let llm = FakeLlm::start().await;
     let home = TempHome::new("ui");
-    // The second job delivers to a group the operator lists for the delivery policy.
-    home.write("config.yaml", &config(Some(&llm), None, "cron:\n  provider: builtin\ndelivery:\n  allow_targets: ['telegram:-100123']\n"));
+    // The second job delivers to a group the operator lists for the delivery policy; each
+    // user has a memory profile of their own.
+    let extra = "cron:\n  provider: builtin\ndelivery:\n  allow_targets: ['telegram:-100123']\nmemory:\n  user_profile: per_user\n";
+    home.write("config.yaml", &config(Some(&llm), None, extra));
     home.write("skills/greeter/SKILL.md", "---\nname: greeter\ndescription: Greets people\n---\nGreet warmly.\n");
     let gw = Gateway::start(home.path(), &[]);
     let (s, turn) = gw.post_message(json!({"chat_id": "ui-chat", "user_id": "u1", "text": "hello from the browser test"})).await;

@@ -565,15 +565,31 @@
 
   const MEMORY_STORES = ['memory', 'user'];
 
+  /** The memory API path for the profile chosen in "Whose profile" (none: the shared one). */
+  function memoryPath() {
+    const user = $('m-owner').value;
+    return user ? `api/memory?user=${encodeURIComponent(user)}` : 'api/memory';
+  }
+
   function renderMemory(v) {
     for (const t of MEMORY_STORES) {
       const s = v[t] || { entries: [] };
       $(`m-${t}`).value = (s.entries || []).join('\n§\n');
       $(`m-${t}-usage`).textContent = `(${s.usage || ''}${s.enabled === false ? ', disabled' : ''})`;
     }
+    // Every user with a profile of their own (per-user profiles, docs/who-sees-what.md).
+    const owner = v.owner || '';
+    const owners = Object.keys(v.profiles || {}).sort();
+    if (owner && !owners.includes(owner)) owners.push(owner);
+    $('m-owner').replaceChildren(h('option', { value: '' }, 'Shared profile'), ...owners.map((o) => h('option', { value: o }, o)));
+    $('m-owner').value = owner;
+    $('m-user-title').textContent = owner ? `User profile of ${owner}` : 'User profile';
+    $('m-mode').textContent = v.user_profile === 'per_user'
+      ? `Each user has a profile of their own (memory.user_profile: per_user); ${owners.length} so far. Chats do not use the shared one.`
+      : 'One profile for everybody (memory.user_profile: shared), as in Hermes.';
   }
 
-  async function loadMemory() { renderMemory(await api('GET', 'api/memory')); }
+  async function loadMemory() { renderMemory(await api('GET', memoryPath())); }
 
   async function saveMemory() {
     const body = {};
@@ -582,7 +598,7 @@
     }
     $('memory-save').disabled = true;
     try {
-      renderMemory(await api('PUT', 'api/memory', body));
+      renderMemory(await api('PUT', memoryPath(), body));
       notice('Memory saved.');
     } finally { $('memory-save').disabled = false; }
   }
@@ -760,6 +776,7 @@
       if (b) b.focus();
     });
     $('memory-refresh').addEventListener('click', () => guard(loadMemory));
+    $('m-owner').addEventListener('change', () => guard(loadMemory));
     $('memory-form').addEventListener('submit', (ev) => { ev.preventDefault(); guard(saveMemory); });
     $('pairing-refresh').addEventListener('click', () => guard(loadPairing));
     $('pairing-form').addEventListener('submit', (ev) => { ev.preventDefault(); guard(approvePairing); });
