@@ -1,4 +1,4 @@
-//! Hermes' `web:` section and the choice of the web tools' backend (`web_search`,
+//! Hermes' `web:` section (docs/design/tools.md#web-search) and the choice of the web tools' backend (`web_search`,
 //! `web_extract`), as Hermes 0.19.0's `tools/web_tools.py` makes it: `web.search_backend` /
 //! `web.extract_backend` when set and usable, else `web.backend`, else the first backend whose
 //! variable is set, in Hermes' order (Tavily, Exa, Parallel, Firecrawl, SearXNG, Brave). Each

@@ -1,5 +1,5 @@
 //! The web backend port: what `web_search` and `web_extract` need from a search vendor
-//! (Tavily, Exa, Parallel, Firecrawl, SearXNG, Brave — docs/tools.md#web). One
+//! (Tavily, Exa, Parallel, Firecrawl, SearXNG, Brave — docs/tools.md#web-search-and-extract). One
 //! [`WebBackend`] per configured vendor, chosen at wiring time; the adapters
 //! (`clients::web`, one file per vendor) own the vendor's endpoint, auth and response shape.
 //! Knows no HTTP library and no vendor.

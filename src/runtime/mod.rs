@@ -32,7 +32,7 @@ pub fn tool_ports() -> crate::app::tools::ToolPorts {
 }
 
 /// [`tool_ports`] with the search vendors `cfg` chooses for `web_search` and `web_extract`
-/// (`web.*` and the vendors' variables, docs/tools.md#web).
+/// (`web.*` and the vendors' variables, docs/tools.md#web-search-and-extract).
 pub fn tool_ports_for(cfg: &Loaded) -> crate::app::tools::ToolPorts {
     let web = crate::clients::web::from_config(cfg);
     crate::app::tools::ToolPorts { web_search: web.search, web_extract: web.extract, ..tool_ports() }

@@ -1,4 +1,4 @@
-//! The adapters of the web backend port ([`WebBackend`], docs/tools.md#web): one file per
+//! The adapters of the web backend port ([`WebBackend`], docs/tools.md#web-search-and-extract): one file per
 //! vendor, each speaking that vendor's HTTP API as Hermes 0.19.0's `plugins/web/*` does
 //! (endpoint, body, auth header, response shape), at the base URL its variable names
 //! (`TAVILY_BASE_URL`, `FIRECRAWL_API_URL`, `SEARXNG_URL`, …; `config::web_choice`). This
