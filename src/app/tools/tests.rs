@@ -130,20 +130,10 @@ fn a_turns_toolset_narrows_to_the_enabled_toolsets() {
 fn chat_turns_get_cronjob_and_job_runs_do_not() {
     let (app, sid, o) = (test_app(), sid(), origin());
     let chat = app.inner.tools.toolset(&ctx(&app, &sid, Some(&o), TurnKind::Chat));
+    // No web backend is configured here: web_search and web_extract are not offered.
     assert_eq!(
         names(&chat),
-        [
-            "current_time",
-            "cronjob",
-            "memory",
-            "send_message",
-            "skills_list",
-            "skill_view",
-            "web_fetch",
-            "web_search",
-            "web_extract",
-            "session_search"
-        ]
+        ["current_time", "cronjob", "memory", "send_message", "skills_list", "skill_view", "web_fetch", "session_search"]
     );
     let job = app.inner.tools.toolset(&ctx(&app, &sid, None, TurnKind::Job));
     assert_eq!(names(&job), JOB_TOOLS, "Hermes' cron runs have no messaging toolset");
