@@ -52,6 +52,18 @@ if [ ! -x "$CFN_VENV/bin/cfn-lint" ]; then
 fi
 "$CFN_VENV/bin/cfn-lint" infra/aws/template.yaml
 
+# The search vendors' Python SDKs (tests/web_tools.rs drives the fake vendors with them, so
+# the fakes are known to speak the real wire protocol): the versions Hermes 0.19.0 pins in
+# tools/lazy_deps.py where it pins one. Under CI=true that test fails without this venv.
+WEB_SDK_VENV=target/web-sdk-venv
+if [ ! -x "$WEB_SDK_VENV/bin/python" ] || ! "$WEB_SDK_VENV/bin/python" -c 'import tavily, exa_py, firecrawl, parallel' 2>/dev/null; then
+  step "installing the web vendors' SDKs into $WEB_SDK_VENV"
+  python3 -m venv "$WEB_SDK_VENV"
+  "$WEB_SDK_VENV/bin/pip" install --quiet --disable-pip-version-check tavily-python 'exa-py==2.10.2' 'firecrawl-py==4.17.0' 'parallel-web==0.4.2'
+fi
+HZ_WEB_SDK_PY="$PWD/$WEB_SDK_VENV/bin/python"
+export HZ_WEB_SDK_PY
+
 # --- services -------------------------------------------------------------------------
 # Every service runs in its own process group (setsid), and is stopped as a group: a wrapper
 # such as faketime forks the real server as its child, so killing the pid that `$!` names

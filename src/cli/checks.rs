@@ -1,5 +1,5 @@
 //! `doctor` checks of the model chain, ignored Hermes sections, jobs, skills and the timer
-//! provider (beyond config and store).
+//! provider, and the web tools' backends (beyond config and store).
 
 use crate::config::Loaded;
 use crate::config::models::{Endpoint, Wire};
@@ -86,5 +86,18 @@ pub fn models(cfg: &Loaded, problems: &mut Vec<String>) {
     }
     if !cfg.ignored.is_empty() {
         println!("ignored:  {} — not supported by hermes-zero", cfg.ignored.join(", "));
+    }
+}
+
+/// The web tools' backends (`web.*` and the vendors' variables): which vendor serves
+/// `web_search` and `web_extract`, or why they are not offered. Never a problem: a gateway
+/// without a search vendor still runs, without those two tools.
+pub fn web(cfg: &Loaded) {
+    let choice = crate::config::web_choice(&cfg.settings.web, &cfg.env);
+    if let (Some(s), Some(e)) = (&choice.search, &choice.extract) {
+        println!("web:      web_search via {}, web_extract via {}", s.kind.name(), e.kind.name());
+    }
+    for note in &choice.notes {
+        println!("web:      {note}");
     }
 }

@@ -10,6 +10,7 @@ pub mod llm;
 pub mod mcp;
 pub mod nas;
 pub mod stt;
+pub mod web;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;

@@ -230,7 +230,6 @@ pub const HERMES_SECTIONS: &[&str] = &[
     "max_concurrent_sessions",
     "max_live_sessions",
     "terminal",
-    "web",
     "browser",
     "checkpoints",
     "context_file_max_chars",
@@ -335,6 +334,7 @@ pub const HERMES_OPEN_SECTIONS: &[&str] = &[
     "fallback_model",
     "fallback_providers",
     "stt",
+    "web",
 ];
 
 /// Lays the Hermes places over the flat keys (the Hermes place wins where both are set).

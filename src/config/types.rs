@@ -75,6 +75,8 @@ pub struct Settings {
     pub fallback_providers: Option<OneOrMany<FallbackEntry>>,
     /// Hermes' `stt:` (voice notes, docs/design.md#media).
     pub stt: SttSettings,
+    /// Hermes' `web:` (the `web_search`/`web_extract` backends, docs/tools.md).
+    pub web: super::WebSettings,
 }
 
 impl Default for Settings {
@@ -111,6 +113,7 @@ impl Default for Settings {
             fallback_model: None,
             fallback_providers: None,
             stt: SttSettings::default(),
+            web: super::WebSettings::default(),
         }
     }
 }

@@ -11,7 +11,8 @@
 //! - `timers`: [`Timers`], whoever wakes the process for a job's next occurrence;
 //! - `stt`: [`Transcriber`], speech to text for voice notes;
 //! - `fetch`: [`Fetcher`] and [`Resolve`], the web tools' pinned GETs and name lookups;
-//! - `mcp`: [`McpConnector`] and [`McpSession`], MCP servers' tools.
+//! - `mcp`: [`McpConnector`] and [`McpSession`], MCP servers' tools;
+//! - `web`: [`WebBackend`], the search vendors of `web_search` and `web_extract`.
 
 mod delivery;
 mod fetch;
@@ -22,6 +23,7 @@ mod mcp;
 mod store;
 mod stt;
 mod timers;
+mod web;
 
 pub use delivery::{Delivery, DeliveryError, StreamTarget, Target};
 pub use fetch::{FetchBody, FetchError, FetchResponse, Fetcher, Pin, Resolve};
@@ -35,6 +37,7 @@ pub use store::{
 };
 pub use stt::{Audio, NoStt, SttError, Transcriber};
 pub use timers::{PollingTimers, ReconcileReport, TimerError, TimerProvider, Timers, WAKE_ID};
+pub use web::{WebBackend, WebError, WebHit, WebPage};
 
 use chrono::{DateTime, Utc};
 use std::sync::Mutex;

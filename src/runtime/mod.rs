@@ -21,12 +21,21 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// The real upstreams of the built-in tools: the pinned-address fetcher and the system
-/// resolver for the web tools.
+/// resolver for the web tools; no search vendor (see [`tool_ports_for`]).
 pub fn tool_ports() -> crate::app::tools::ToolPorts {
     crate::app::tools::ToolPorts {
         fetcher: Arc::new(crate::clients::fetch::PinnedFetcher::web_fetch()),
         dns: Arc::new(crate::clients::fetch::SystemDns),
+        web_search: None,
+        web_extract: None,
     }
+}
+
+/// [`tool_ports`] with the search vendors `cfg` chooses for `web_search` and `web_extract`
+/// (`web.*` and the vendors' variables, docs/tools.md#web-search-and-extract).
+pub fn tool_ports_for(cfg: &Loaded) -> crate::app::tools::ToolPorts {
+    let web = crate::clients::web::from_config(cfg);
+    crate::app::tools::ToolPorts { web_search: web.search, web_extract: web.extract, ..tool_ports() }
 }
 
 /// Startup failures.
@@ -192,6 +201,7 @@ pub fn wire_on(home: &Path, cfg: Loaded, owner: Option<String>, base: BaseStore,
     let clock = clock(&cfg);
     let timers = timers(&cfg, &clock, routed);
     let stt = crate::clients::stt::from_config(&cfg);
+    let tools = Arc::new(crate::app::tools::builtin(&tool_ports_for(&cfg)));
     let app = App::new(Parts {
         cfg: Arc::new(cfg),
         home: home.to_path_buf(),
@@ -200,7 +210,7 @@ pub fn wire_on(home: &Path, cfg: Loaded, owner: Option<String>, base: BaseStore,
         delivery: channels.clone(),
         clock,
         timers,
-        tools: Arc::new(crate::app::tools::builtin(&tool_ports())),
+        tools,
         owner,
         jwks: Arc::new(crate::clients::jwks::HttpJwks::default()),
         stt,

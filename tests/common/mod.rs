@@ -7,6 +7,7 @@
 pub mod anthropic;
 pub mod mcp_server;
 pub mod sse;
+pub mod web_vendors;
 
 use axum::Json;
 use axum::extract::{Path, State};

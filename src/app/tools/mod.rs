@@ -26,7 +26,9 @@ mod session_search;
 mod skills;
 #[cfg(test)]
 mod tests;
+mod web_extract;
 mod web_fetch;
+mod web_search;
 
 pub use cronjob::job_view;
 pub use registry::{DuplicateTool, ToolRegistry, ToolResult, Toolset};
@@ -35,7 +37,7 @@ pub use web_fetch::{Limits as WebFetchLimits, WebFetch};
 use crate::app::App;
 pub use crate::app::types::TurnKind;
 use crate::core::ids::{Origin, SessionId};
-use crate::ports::{Fetcher, Resolve};
+use crate::ports::{Fetcher, Resolve, WebBackend};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
@@ -51,12 +53,16 @@ pub struct ToolPorts {
     pub fetcher: Arc<dyn Fetcher>,
     /// Name lookups for the web tools' SSRF checks.
     pub dns: Arc<dyn Resolve>,
+    /// `web_search`'s vendor (`None`: no backend configured, the tool is not offered).
+    pub web_search: Option<Arc<dyn WebBackend>>,
+    /// `web_extract`'s vendor (`None`: not offered).
+    pub web_extract: Option<Arc<dyn WebBackend>>,
 }
 
 /// The registry of the tools this build ships, in the order they are offered. Adding a
 /// tool is one line here.
 pub fn builtin(ports: &ToolPorts) -> ToolRegistry {
-    let tools: [Arc<dyn Tool>; 8] = [
+    let tools: [Arc<dyn Tool>; 10] = [
         Arc::new(current_time::CurrentTime),
         Arc::new(cronjob::Cronjob),
         Arc::new(memory::MemoryTool),
@@ -64,6 +70,8 @@ pub fn builtin(ports: &ToolPorts) -> ToolRegistry {
         Arc::new(skills::SkillsList),
         Arc::new(skills::SkillView),
         Arc::new(web_fetch::WebFetch::new(ports.fetcher.clone(), ports.dns.clone(), WebFetchLimits::default())),
+        Arc::new(web_search::WebSearch::new(ports.web_search.clone())),
+        Arc::new(web_extract::WebExtract::new(ports.web_extract.clone(), ports.dns.clone())),
         Arc::new(session_search::SessionSearch),
     ];
     let registry = ToolRegistry::default();

@@ -76,7 +76,18 @@ impl Tool for Probe {
 fn builtin_names_are_unique_and_in_offer_order() {
     assert_eq!(
         builtin(&crate::test_support::tool_ports()).names(),
-        ["current_time", "cronjob", "memory", "send_message", "skills_list", "skill_view", "web_fetch", "session_search"]
+        [
+            "current_time",
+            "cronjob",
+            "memory",
+            "send_message",
+            "skills_list",
+            "skill_view",
+            "web_fetch",
+            "web_search",
+            "web_extract",
+            "session_search"
+        ]
     );
 }
 
@@ -90,13 +101,13 @@ fn every_builtin_names_its_hermes_toolset_and_the_registry_answers_by_toolset() 
         ("memory", &["memory"]),
         ("messaging", &["send_message"]),
         ("skills", &["skills_list", "skill_view"]),
-        ("web", &["web_fetch"]),
+        ("web", &["web_fetch", "web_search", "web_extract"]),
         ("session_search", &["session_search"]),
     ] {
         assert_eq!(r.of_toolsets(&[set]), tools, "{set}");
     }
     // Several toolsets: registration order, not the order asked for; unknown ones add nothing.
-    assert_eq!(r.of_toolsets(&["web", "terminal", "memory"]), ["memory", "web_fetch"]);
+    assert_eq!(r.of_toolsets(&["web", "terminal", "memory"]), ["memory", "web_fetch", "web_search", "web_extract"]);
     assert!(r.of_toolsets(&[]).is_empty() && r.of_toolsets(&["Web", ""]).is_empty());
     // A tool registered at run time joins its toolset, and leaves it when unregistered.
     r.register(Arc::new(Echo)).unwrap();
@@ -119,6 +130,7 @@ fn a_turns_toolset_narrows_to_the_enabled_toolsets() {
 fn chat_turns_get_cronjob_and_job_runs_do_not() {
     let (app, sid, o) = (test_app(), sid(), origin());
     let chat = app.inner.tools.toolset(&ctx(&app, &sid, Some(&o), TurnKind::Chat));
+    // No web backend is configured here: web_search and web_extract are not offered.
     assert_eq!(
         names(&chat),
         ["current_time", "cronjob", "memory", "send_message", "skills_list", "skill_view", "web_fetch", "session_search"]

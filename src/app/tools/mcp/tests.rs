@@ -64,5 +64,5 @@ async fn a_servers_tools_are_in_its_mcp_toolset() {
     let tool = McpTool { name: "get.now".into(), description: String::new(), input_schema: Value::Null };
     register(&app, &server, &[tool], now);
     assert_eq!(app.inner.tools.of_toolsets(&["mcp-my-srv"]), ["mcp_my_srv_get_now"]);
-    assert!(app.inner.tools.of_toolsets(&["mcp-my_srv", "web"]).iter().all(|n| n == "web_fetch"));
+    assert!(app.inner.tools.of_toolsets(&["mcp-my_srv", "web"]).iter().all(|n| n.starts_with("web_")));
 }

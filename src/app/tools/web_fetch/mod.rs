@@ -174,8 +174,19 @@ impl WebFetch {
     }
 }
 
+/// Vets `url` with `web_fetch`'s address rules for the turn `ctx` describes (`web_extract`
+/// sends only URLs that pass them to its vendor).
+pub(super) async fn vet_url(ctx: &ToolCtx<'_>, dns: &dyn Resolve, url: &Url) -> Result<(), ToolError> {
+    let policy = Policy {
+        allow_private: ctx.app.inner.cfg.settings.tools.web.allow_private,
+        #[cfg(test)]
+        pretend_public: Vec::new(),
+    };
+    safety::vet(url, &policy, dns).await.map(|_| ())
+}
+
 /// The model's URL; one without a scheme (`example.com/page`) is taken as https.
-fn parse_url(text: &str) -> Result<Url, ToolError> {
+pub(super) fn parse_url(text: &str) -> Result<Url, ToolError> {
     match Url::parse(text) {
         Err(url::ParseError::RelativeUrlWithoutBase) if !text.is_empty() && !text.contains("://") => Url::parse(&format!("https://{text}")),
         parsed => parsed,
