@@ -55,4 +55,40 @@ mod tests {
         }
         assert!(check(86_400).is_ok() && check(86_401).is_err());
     }
+
+    /// The busiest second of `ids`' `0 8 * * *` occurrences under `spread`: the fires that
+    /// land in it, and how many seconds are used.
+    fn peak(ids: &[String], spread: u32) -> (usize, usize) {
+        let mut per_second = std::collections::HashMap::new();
+        for id in ids {
+            *per_second.entry(offset(id, spread)).or_insert(0usize) += 1;
+        }
+        (per_second.values().copied().max().unwrap_or(0), per_second.len())
+    }
+
+    /// docs/cost.md §5: the 08:00 peak of 10,000 agents' daily jobs, before and after a
+    /// spread of 600 s, over the real offset function. Run with
+    /// `cargo nextest run --lib -E 'test(the_0800_peak)' --no-capture` to print the figures.
+    #[test]
+    fn the_0800_peak_of_10000_agents() {
+        // One job per agent, named as an operator would; and the cost page's case, half of
+        // the agents with 3 jobs each under random ids (`core::job::new_id`'s form).
+        let named: Vec<String> = (0..10_000).map(|i| format!("agent-{i:05}-morning-brief")).collect();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let random: Vec<String> = (0..15_000)
+            .map(|_| {
+                x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+                format!("{:012x}", fmix64(x) & 0xffff_ffff_ffff)
+            })
+            .collect();
+        for (what, ids) in [("10,000 jobs", &named), ("15,000 jobs", &random)] {
+            let (before, _) = peak(ids, 0);
+            let (after, used) = peak(ids, 600);
+            println!("{what}: peak {before} jobs/s with spread 0; {after} jobs/s with spread 600 ({used} of 600 seconds used)");
+            assert_eq!(before, ids.len());
+            let mean = ids.len() / 600;
+            assert!(after <= 2 * mean + 10, "{what}: {after} at the peak, mean {mean}");
+            assert_eq!(used, 600);
+        }
+    }
 }
