@@ -97,19 +97,17 @@ impl App {
             Decision::Run { late: true, .. } => tracing::warn!(job_id = %job.id, "late occurrence: running once, skipping the backlog"),
             _ => {}
         }
-        if matches!(decision, Decision::Run { .. }) && job.overlap == Overlap::Skip {
-            if let Some(mark) = &job.running {
-                if self.running_mark_live(mark) {
-                    return Ok(match self.claim_skipped(&job, &occ, effective_now, now).await? {
-                        Some(j) => Step::Skipped(Box::new(Claimed { job: j, occ, start: None })),
-                        None => Step::Done(FireStatus::Duplicate),
-                    });
-                }
-                // A stale mark (its run died or outlived its budget): record that run as
-                // interrupted first, then decide again on the recovered job.
-                self.recover_job(&job, false).await?;
-                return again();
+        if let (Decision::Run { .. }, Overlap::Skip, Some(mark)) = (&decision, job.overlap, &job.running) {
+            if self.running_mark_live(mark) {
+                return Ok(match self.claim_skipped(&job, &occ, effective_now, now).await? {
+                    Some(j) => Step::Skipped(Box::new(Claimed { job: j, occ, start: None })),
+                    None => Step::Done(FireStatus::Duplicate),
+                });
             }
+            // A stale mark (its run died or outlived its budget): record that run as
+            // interrupted first, then decide again on the recovered job.
+            self.recover_job(&job, false).await?;
+            return again();
         }
         let adv = job.advance(&decision, occ.fire_at, &self.inner.live.owner, now);
         let start = matches!(decision, Decision::Run { .. }).then(|| self.run_start(&job, &occ, now));
