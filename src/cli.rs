@@ -146,6 +146,13 @@ pub struct JobFlags {
     /// forever, once, or a number of runs.
     #[arg(long)]
     pub repeat: Option<String>,
+    /// An occurrence due while the previous run still runs: skip (default) or allow.
+    #[arg(long)]
+    pub overlap: Option<String>,
+    /// Move each recurring occurrence by a fixed offset in [0, SECS) from the job id
+    /// (default: cron.spread_seconds).
+    #[arg(long, value_name = "SECS")]
+    pub spread: Option<u32>,
 }
 
 /// `cron` sub-commands.

@@ -304,6 +304,12 @@ async fn rest_api_manages_jobs() {
     assert_eq!(r.json::<Value>().await.unwrap()["job"]["prompt"], "daily standup");
     let r = c.post(url("/api/jobs/standup/pause")).bearer_auth(&gw.key).send().await.unwrap();
     assert_eq!(r.json::<Value>().await.unwrap()["job"]["state"], "paused");
+    // A paused job runs on no trigger, a manual run included (issue #30 item 6); resumed, it runs.
+    let r = c.post(url("/api/jobs/standup/run")).bearer_auth(&gw.key).send().await.unwrap();
+    assert_eq!(r.json::<Value>().await.unwrap(), json!({"status": "paused"}));
+    assert_eq!(llm.calls(), 0);
+    let r = c.post(url("/api/jobs/standup/resume")).bearer_auth(&gw.key).send().await.unwrap();
+    assert_eq!(r.json::<Value>().await.unwrap()["job"]["state"], "scheduled");
     let r = c.post(url("/api/jobs/standup/run")).bearer_auth(&gw.key).send().await.unwrap();
     assert_eq!(r.json::<Value>().await.unwrap()["status"], "ok");
     let (_, runs) = gw.get("/api/jobs/standup/runs").await;

@@ -820,3 +820,39 @@ async fn lambda_routed_profile_arms_and_fires_its_own_schedules() {
     assert_eq!(llm.calls(), 1);
     assert!(rapid.init_errors.lock().unwrap().is_empty());
 }
+
+/// A paused job fired by its EventBridge event runs nothing and answers `paused`, on
+/// DynamoDB when moto runs (else SQLite); resumed, the same kind of event runs it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lambda_runs_nothing_for_a_paused_job() {
+    let llm = FakeLlm::start().await;
+    let home = TempHome::new("lambda-paused");
+    let (mut envs, extra) = match moto_dynamodb("lpause") {
+        Some((envs, group, _)) => {
+            (envs, format!("cron:\n  eventbridge:\n    group: {group}\n    role_arn: arn:aws:iam::123456789012:role/hz-scheduler\n"))
+        }
+        None => (Vec::new(), String::new()),
+    };
+    home.write("config.yaml", &common::config(Some(&llm), None, &extra));
+    let (job_id, fire_at) = tokio::task::block_in_place(|| {
+        if !envs.is_empty() {
+            create_table(home.path(), &envs);
+        }
+        let added = add_job_in(home.path(), &envs);
+        let out = common::cli(home.path(), &["cron", "pause", &added.0], &as_refs(&envs));
+        assert!(out.status.success(), "cron pause: {}", common::stderr(&out));
+        added
+    });
+    envs.push(("HERMES_CLOCK_OFFSET_SECS".into(), "3700".into()));
+    let (api, rapid) = start_rapid().await;
+    let mut f = Function::start(&api, rapid.clone(), home.path(), &as_refs(&envs));
+    let fire = json!({"hermes_zero_fire": {"job_id": job_id, "fire_at": fire_at}});
+    let (kind, resp) = f.invoke(fire.clone()).await;
+    assert_eq!((kind, resp), ("response", json!({"status": "paused"})));
+    let (_, resp) = f.invoke(json!({"hermes_zero_fire": {"job_id": job_id}})).await;
+    assert_eq!(resp, json!({"status": "paused"}), "without fire_at too");
+    assert_eq!(llm.calls(), 0, "nothing ran");
+    let runs = tokio::task::block_in_place(|| common::cli(home.path(), &["cron", "runs", &job_id, "--json"], &as_refs(&envs)));
+    assert_eq!(serde_json::from_str::<Value>(&common::stdout(&runs)).unwrap(), json!([]), "no run recorded");
+    assert!(rapid.init_errors.lock().unwrap().is_empty());
+}

@@ -24,8 +24,10 @@ pub const DRAIN_BUDGET_SECS: u64 = 900;
 /// What a fire did.
 #[derive(Debug, Clone)]
 pub enum FireStatus {
-    /// The job is missing, disabled, paused or completed.
+    /// The job is missing, disabled or completed.
     Gone,
+    /// The job is paused: nothing ran, and its timer follows its state (none while paused).
+    Paused,
     /// The occurrence was claimed before.
     Duplicate,
     /// The fire is for an occurrence the job has moved past (or not reached); nothing ran.
@@ -45,13 +47,14 @@ pub enum FireStatus {
 impl FireStatus {
     /// The one JSON shape of a fire's result, for every transport (the Chronos callback, the
     /// REST run route, the Lambda fire event): `status` is `ok` (it ran, or was recorded as
-    /// missed), `gone`, `duplicate` or `stale`; a run adds `run_id`, `run_status` (`ok`,
-    /// `error`, `delivery_failed`, `missed`) and `error`; `next_fire_at` is the job's next
+    /// missed or skipped), `gone`, `paused`, `duplicate` or `stale`; a run adds `run_id`,
+    /// `run_status` (`ok`, `error`, `delivery_failed`, `missed`, `skipped`) and `error`; `next_fire_at` is the job's next
     /// occurrence. The run's output is never included (the caller may be the NAS).
     pub fn to_json(&self) -> serde_json::Value {
         let iso = |t: &Option<DateTime<Utc>>| t.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
         match self {
             Self::Gone => serde_json::json!({"status": "gone"}),
+            Self::Paused => serde_json::json!({"status": "paused"}),
             Self::Duplicate => serde_json::json!({"status": "duplicate"}),
             Self::Stale { next } => serde_json::json!({"status": "stale", "next_fire_at": iso(next)}),
             Self::Ran { run, next } => serde_json::json!({

@@ -21,10 +21,18 @@ fn flags_json(v: &mut Value, f: &JobFlags) {
     if let Some(r) = &f.repeat {
         v["repeat"] = json!(r);
     }
+    if let Some(o) = &f.overlap {
+        v["overlap"] = json!(o);
+    }
+    if let Some(s) = f.spread {
+        v["spread"] = json!(s);
+    }
 }
 
 fn fmt_time(app: &App, t: Option<chrono::DateTime<chrono::Utc>>) -> String {
-    t.map_or_else(|| "-".into(), |t| t.with_timezone(&app.timezone()).format("%Y-%m-%d %H:%M %Z").to_string())
+    // Seconds only when there are some (a spread offset), so the common case stays short.
+    let fmt = |t: chrono::DateTime<chrono::Utc>| if t.timestamp() % 60 == 0 { "%Y-%m-%d %H:%M %Z" } else { "%Y-%m-%d %H:%M:%S %Z" };
+    t.map_or_else(|| "-".into(), |t| t.with_timezone(&app.timezone()).format(fmt(t)).to_string())
 }
 
 fn print_jobs(app: &App, jobs: &[Job]) {

@@ -459,6 +459,9 @@ fn validate(s: &Settings, file: &str) -> Result<chrono_tz::Tz, ConfigError> {
             return Err(bad(key, "must be at least 1".into()));
         }
     }
+    if let Err(e) = crate::core::schedule::spread::check(u64::from(s.cron.spread_seconds)) {
+        return Err(bad("cron.spread_seconds", e));
+    }
     if s.store.path.trim().is_empty() {
         return Err(bad("store.path", "must not be empty".into()));
     }

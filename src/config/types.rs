@@ -370,6 +370,9 @@ pub struct CronSettings {
     pub chronos: ChronosSettings,
     /// EventBridge Scheduler settings.
     pub eventbridge: EventBridgeSettings,
+    /// Moves each recurring occurrence by a fixed per-job offset in `[0, spread_seconds)`
+    /// (default 0; a job's `spread` overrides it; docs/design.md#spread).
+    pub spread_seconds: u32,
 }
 
 impl Default for CronSettings {
@@ -384,6 +387,7 @@ impl Default for CronSettings {
             min_interval_seconds: 60,
             chronos: ChronosSettings::default(),
             eventbridge: EventBridgeSettings::default(),
+            spread_seconds: 0,
         }
     }
 }

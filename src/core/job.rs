@@ -58,6 +58,40 @@ pub enum RunStatus {
     DeliveryFailed,
     /// A one-shot was too late and did not run.
     Missed,
+    /// The occurrence came due while the previous run still ran, and was not run
+    /// (docs/design.md#overlap).
+    Skipped,
+}
+
+/// What an occurrence that comes due while the job's previous run still runs does
+/// (docs/design.md#overlap).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Overlap {
+    /// Recorded `skipped`, not run (the default).
+    #[default]
+    Skip,
+    /// Runs beside the previous run.
+    Allow,
+}
+
+impl Overlap {
+    /// Parses `skip` or `allow`.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "skip" => Ok(Self::Skip),
+            "allow" => Ok(Self::Allow),
+            other => Err(format!("`overlap` must be `skip` or `allow`, got `{other}`")),
+        }
+    }
+
+    /// `skip` or `allow`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Skip => "skip",
+            Self::Allow => "allow",
+        }
+    }
 }
 
 /// How often a job runs.
@@ -155,6 +189,17 @@ pub struct Job {
     /// Compare-and-set version.
     #[serde(default)]
     pub version: u64,
+    // Beyond Hermes: overlap and spread (docs/design.md#overlap, #spread).
+    /// Whether an occurrence may start while the previous run still runs (default `skip`).
+    #[serde(default)]
+    pub overlap: Overlap,
+    /// The job's own spread in seconds (None: `cron.spread_seconds`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spread: Option<u32>,
+    /// Run state: the offset in seconds that `next_run_at` carries; its base occurrence (the
+    /// schedule's own time) is `next_run_at − spread_offset`.
+    #[serde(default)]
+    pub spread_offset: i64,
 }
 
 impl Job {
@@ -183,8 +228,9 @@ impl Job {
                 adv.last_status = Some(RunStatus::Missed);
                 adv.last_error = Some(format!("missed: the one-shot was due at {occ} and the agent was not awake within 120 s"));
             }
-            Decision::Run { next, .. } => {
+            Decision::Run { next, offset, .. } => {
                 adv.next_run_at = *next;
+                adv.spread_offset = *offset;
                 adv.state = JobState::Running;
                 adv.running = Some(RunningMark { owner: owner.to_string(), fire_at: occ, started_at: now });
                 adv.repeat.completed = adv.repeat.completed.saturating_add(1);
@@ -225,6 +271,34 @@ impl Job {
         true
     }
 
+    /// This job's spread offset under the configured default spread `spread`: its own
+    /// `spread` if set; 0 for a one-shot, which is never moved.
+    pub fn offset(&self, spread: u32) -> i64 {
+        if self.schedule.is_recurring() { crate::core::schedule::spread::offset(&self.id, self.spread.unwrap_or(spread)) } else { 0 }
+    }
+
+    /// Places the next occurrence as for a new job, with its spread: a one-shot at its time,
+    /// a recurring job at the first shifted occurrence after `now`.
+    pub fn place_first(&mut self, now: DateTime<Utc>, tz: Tz, spread: u32) {
+        let off = self.offset(spread);
+        self.next_run_at = match &self.schedule {
+            Schedule::Once { at } => Some(*at),
+            s => s.next_after(now - Duration::seconds(off), self.tz(tz)).map(|t| t + Duration::seconds(off)),
+        };
+        self.spread_offset = off;
+    }
+
+    /// Moves the pending occurrence to the job's current offset, keeping its base occurrence
+    /// (`next_run_at − spread_offset`): a change of spread never makes an occurrence that ran
+    /// due again, and the old time, no longer `next_run_at`, answers `stale`.
+    pub fn respread(&mut self, spread: u32) {
+        let off = self.offset(spread);
+        if let Some(n) = self.next_run_at.filter(|_| off != self.spread_offset) {
+            self.next_run_at = Some(n - Duration::seconds(self.spread_offset) + Duration::seconds(off));
+            self.spread_offset = off;
+        }
+    }
+
     /// The first occurrence of a new job: one-shots at their time, recurring ones after `now`.
     pub fn first_run(schedule: &Schedule, now: DateTime<Utc>, tz: Tz) -> Option<DateTime<Utc>> {
         match schedule {
@@ -245,15 +319,25 @@ pub struct RunningMark {
     pub started_at: DateTime<Utc>,
 }
 
+impl RunningMark {
+    /// When the mark stops proving a live run: its start plus the turn budget `budget_secs`
+    /// (a run cannot outlive it) and a margin; the lease rules judge it (docs/design.md#claims).
+    pub fn expires_at(&self, budget_secs: i64, margin_secs: i64) -> DateTime<Utc> {
+        self.started_at + Duration::seconds(budget_secs + margin_secs)
+    }
+}
+
 /// What to do with an occurrence at `now`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
     /// Run it; the job's next occurrence is `next` (None: the job completes).
     Run {
-        /// Next occurrence.
+        /// Next occurrence (shifted by `offset`).
         next: Option<DateTime<Utc>>,
         /// Later than the grace window (backlog skipped).
         late: bool,
+        /// The spread offset `next` carries.
+        offset: i64,
     },
     /// A one-shot more than 120 s late: record `missed`, tell the target, complete the job.
     Missed,
@@ -261,20 +345,26 @@ pub enum Decision {
     NotDue,
 }
 
-/// The due rule (docs/design.md#due) for the occurrence `occ` of `job` at `now`.
-pub fn decide(job: &Job, occ: DateTime<Utc>, now: DateTime<Utc>, tz: Tz) -> Decision {
+/// The due rule (docs/design.md#due) for the occurrence `occ` (the job's `next_run_at`) of
+/// `job` at `now`, with `spread` the configured default spread (docs/design.md#spread): the
+/// next occurrence is the first base occurrence after this one's base (`occ −
+/// spread_offset`) whose shifted time is in the future, shifted by the job's current offset.
+pub fn decide(job: &Job, occ: DateTime<Utc>, now: DateTime<Utc>, tz: Tz, spread: u32) -> Decision {
     if occ > now {
         return Decision::NotDue;
     }
     let lateness = (now - occ).num_seconds();
     if !job.schedule.is_recurring() {
-        return if lateness > ONE_SHOT_GRACE_SECS { Decision::Missed } else { Decision::Run { next: None, late: false } };
+        return if lateness > ONE_SHOT_GRACE_SECS { Decision::Missed } else { Decision::Run { next: None, late: false, offset: 0 } };
     }
-    let grace = grace_seconds(job.schedule.period_seconds(occ, tz));
+    let base = occ - Duration::seconds(job.spread_offset);
+    let offset = job.offset(spread);
+    let grace = grace_seconds(job.schedule.period_seconds(base, tz));
     let late = lateness > grace;
     let reached = job.repeat.times.is_some_and(|t| job.repeat.completed + 1 >= t);
-    let next = if reached { None } else { next_future(&job.schedule, occ, now, tz) };
-    Decision::Run { next, late }
+    let shift = Duration::seconds(offset);
+    let next = if reached { None } else { next_future(&job.schedule, base, now - shift, tz).map(|t| t + shift) };
+    Decision::Run { next, late, offset }
 }
 
 /// The first occurrence after `occ` that is in the future of `now` (skips any backlog).
@@ -326,79 +416,4 @@ impl Occurrence {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    fn utc(s: &str) -> DateTime<Utc> {
-        s.parse().unwrap()
-    }
-
-    fn job(s: Schedule) -> Job {
-        let created = utc("2026-01-01T00:00:00Z");
-        let spec =
-            crate::core::jobfile::parse_job(&serde_json::json!({"id": "j", "schedule": "every 1h", "prompt": "p"}), created, Tz::UTC)
-                .unwrap();
-        Job { schedule: s, ..Job::from_spec(&spec, false, created, Tz::UTC) }
-    }
-
-    #[test]
-    fn one_shot_grace_and_missed() {
-        let j = job(Schedule::Once { at: utc("2026-01-01T08:00:00Z") });
-        let occ = utc("2026-01-01T08:00:00Z");
-        assert_eq!(decide(&j, occ, utc("2026-01-01T07:59:59Z"), Tz::UTC), Decision::NotDue);
-        assert_eq!(decide(&j, occ, utc("2026-01-01T08:02:00Z"), Tz::UTC), Decision::Run { next: None, late: false });
-        assert_eq!(decide(&j, occ, utc("2026-01-01T08:02:01Z"), Tz::UTC), Decision::Missed);
-    }
-
-    #[test]
-    fn late_recurring_runs_once_and_skips_the_backlog() {
-        let j = job(Schedule::Cron { expr: "0 8 * * *".into() });
-        let occ = utc("2026-01-01T08:00:00Z");
-        // Three days late: run once, next is tomorrow 08:00 after now.
-        let d = decide(&j, occ, utc("2026-01-04T09:00:00Z"), Tz::UTC);
-        assert_eq!(d, Decision::Run { next: Some(utc("2026-01-05T08:00:00Z")), late: true });
-        // On time.
-        let d = decide(&j, occ, utc("2026-01-01T08:00:30Z"), Tz::UTC);
-        assert_eq!(d, Decision::Run { next: Some(utc("2026-01-02T08:00:00Z")), late: false });
-        // Grace for a daily job is 2 h.
-        assert!(matches!(decide(&j, occ, utc("2026-01-01T10:00:00Z"), Tz::UTC), Decision::Run { late: false, .. }));
-        assert!(matches!(decide(&j, occ, utc("2026-01-01T10:00:01Z"), Tz::UTC), Decision::Run { late: true, .. }));
-    }
-
-    #[test]
-    fn repeat_times_completes() {
-        let mut j = job(Schedule::Interval { seconds: 600 });
-        j.repeat = Repeat { times: Some(2), completed: 1 };
-        let occ = utc("2026-01-01T08:00:00Z");
-        assert_eq!(decide(&j, occ, occ, Tz::UTC), Decision::Run { next: None, late: false });
-        j.repeat.completed = 0;
-        assert_eq!(decide(&j, occ, occ, Tz::UTC), Decision::Run { next: Some(utc("2026-01-01T08:10:00Z")), late: false });
-    }
-
-    #[test]
-    fn occurrence_key_and_ids() {
-        let o = Occurrence::new("daily", utc("2026-12-01T08:00:00.700Z"));
-        assert_eq!(o.key(), "daily:2026-12-01T08:00:00Z");
-        assert!(valid_id("daily-news_1.x") && !valid_id("a b") && !valid_id("") && !valid_id(&"x".repeat(65)));
-        assert!(valid_id(&new_id()));
-    }
-
-    proptest! {
-        #[test]
-        fn next_is_always_in_the_future_and_on_the_grid(occ in 0i64..4_000_000_000, late in 0i64..10_000_000, secs in 60i64..200_000) {
-            let occ = DateTime::from_timestamp(occ, 0).unwrap();
-            let now = occ + Duration::seconds(late);
-            let j = job(Schedule::Interval { seconds: secs });
-            match decide(&j, occ, now, Tz::UTC) {
-                Decision::Run { next: Some(n), late: l } => {
-                    prop_assert!(n > now);
-                    prop_assert!(n - now <= Duration::seconds(secs));
-                    prop_assert_eq!((n - occ).num_seconds() % secs, 0);
-                    prop_assert_eq!(l, late > grace_seconds(Some(secs)));
-                }
-                other => prop_assert!(false, "{:?}", other),
-            }
-        }
-    }
-}
+mod tests;

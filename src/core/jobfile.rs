@@ -4,7 +4,7 @@
 //! with its index and reason and every other job loads; only a file that is not a job list
 //! at all is refused.
 
-use crate::core::job::{JobOrigin, Repeat, valid_id};
+use crate::core::job::{JobOrigin, Overlap, Repeat, valid_id};
 use crate::core::schedule::{self, Schedule, ScheduleError};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
@@ -41,6 +41,10 @@ pub struct JobSpec {
     pub origin: Option<JobOrigin>,
     /// Unknown fields.
     pub extra: Map<String, Value>,
+    /// `overlap`: `skip` (default) or `allow` (docs/design.md#overlap).
+    pub overlap: Overlap,
+    /// `spread` in seconds (None: `cron.spread_seconds`; docs/design.md#spread).
+    pub spread: Option<u32>,
 }
 
 /// A refused jobs.json.
@@ -72,6 +76,8 @@ const KNOWN: &[&str] = &[
     "model",
     "timezone",
     "origin",
+    "overlap",
+    "spread",
 ];
 
 /// A job of jobs.json that was not loaded, and why (shown by `cron list --all`, `doctor` and
@@ -326,7 +332,25 @@ pub fn parse_job(j: &Value, now: DateTime<Utc>, tz: Tz) -> Result<JobSpec, Strin
         timezone,
         origin,
         extra,
+        overlap: match opt_str(j, "overlap")? {
+            Some(o) => Overlap::parse(&o)?,
+            None => Overlap::default(),
+        },
+        spread: parse_spread(j.get("spread").unwrap_or(&Value::Null))?,
     })
+}
+
+/// Parses `spread`: seconds as a number (or numeric text), `null` for the configured default.
+fn parse_spread(v: &Value) -> Result<Option<u32>, String> {
+    let secs = match v {
+        Value::Null => return Ok(None),
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) if s.trim().is_empty() => return Ok(None),
+        Value::String(s) => s.trim().parse::<u64>().ok(),
+        _ => None,
+    };
+    let secs = secs.ok_or_else(|| format!("`spread` must be a number of seconds, got {v}"))?;
+    schedule::spread::check(secs).map(Some).map_err(|e| format!("`spread` {e}"))
 }
 
 impl crate::core::job::Job {
@@ -358,6 +382,9 @@ impl crate::core::job::Job {
             running: None,
             created_at: now,
             version: 0,
+            overlap: spec.overlap,
+            spread: spec.spread,
+            spread_offset: 0,
         };
         job.next_run_at = Self::first_run(&job.schedule, now, job.tz(tz));
         job

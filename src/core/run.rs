@@ -19,10 +19,12 @@ pub enum RunOutcome {
     Missed,
     /// The process running it died or ran past its budget; never re-run.
     Interrupted,
+    /// Came due while the job's previous run still ran; not run (docs/design.md#overlap).
+    Skipped,
 }
 
 impl RunOutcome {
-    /// The stored name (`ok`, `error`, `delivery_failed`, `missed`, `interrupted`).
+    /// The stored name (`ok`, `error`, `delivery_failed`, `missed`, `interrupted`, `skipped`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Ok => "ok",
@@ -30,6 +32,7 @@ impl RunOutcome {
             Self::DeliveryFailed => "delivery_failed",
             Self::Missed => "missed",
             Self::Interrupted => "interrupted",
+            Self::Skipped => "skipped",
         }
     }
 
@@ -38,6 +41,7 @@ impl RunOutcome {
         match self {
             Self::Ok => RunStatus::Ok,
             Self::Missed => RunStatus::Missed,
+            Self::Skipped => RunStatus::Skipped,
             Self::DeliveryFailed => RunStatus::DeliveryFailed,
             Self::Error | Self::Interrupted => RunStatus::Error,
         }

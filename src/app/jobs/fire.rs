@@ -7,7 +7,7 @@ use crate::app::cas::{again, retry_cas};
 use crate::app::jobs::types::{RunStart, run_id};
 use crate::app::types::{LEASE_MARGIN_SECS, TURN_BUDGET_SECS};
 use crate::app::{App, AppError, FireStatus};
-use crate::core::job::{Decision, Job, JobState, Occurrence, RunOutcome, RunRecord, RunStatus, decide};
+use crate::core::job::{Decision, Job, JobState, Occurrence, Overlap, RunOutcome, RunRecord, RunStatus, RunningMark, decide};
 use crate::ports::Claim;
 use chrono::{DateTime, Duration, Utc};
 
@@ -22,9 +22,11 @@ struct Claimed {
     start: Option<RunStart>,
 }
 
-/// One claim attempt's result: an answer already (gone, duplicate, stale), or the claim.
+/// One claim attempt's result: an answer already (gone, paused, duplicate, stale), the
+/// claim of an occurrence skipped because the previous run still runs, or the claim.
 enum Step {
     Done(FireStatus),
+    Skipped(Box<Claimed>),
     Claimed(Box<Claimed>),
 }
 
@@ -34,7 +36,12 @@ impl App {
     pub(in crate::app) async fn fire(&self, job_id: &str, fire_at: Option<DateTime<Utc>>, trigger: &str) -> Result<FireStatus, AppError> {
         let _running = self.inner.fires.enter();
         let Claimed { job: claimed, occ, start } = match retry_cas(|| self.claim_due(job_id, fire_at)).await? {
+            Step::Done(FireStatus::Paused) => {
+                tracing::info!(job_id, trigger, "paused: the job is paused, nothing runs");
+                return Ok(FireStatus::Paused);
+            }
             Step::Done(status) => return Ok(status),
+            Step::Skipped(c) => return self.record_skipped(&c.job, &c.occ, trigger).await,
             Step::Claimed(c) => *c,
         };
         crate::app::crash::crash_point("fire:claimed");
@@ -57,6 +64,12 @@ impl App {
     /// with the job's advanced state. A lost job write comes back as `Conflict` (retried).
     async fn claim_due(&self, job_id: &str, fire_at: Option<DateTime<Utc>>) -> Result<Step, AppError> {
         let Some(job) = self.inner.store.get_job(job_id).await? else { return Ok(Step::Done(FireStatus::Gone)) };
+        if job.enabled && job.state == JobState::Paused {
+            // Every trigger honours pause (docs/design.md#fire-path): the timer follows the
+            // job's state (a paused job has none).
+            self.rearm(&job).await;
+            return Ok(Step::Done(FireStatus::Paused));
+        }
         if !job.enabled || !matches!(job.state, JobState::Scheduled | JobState::Running) {
             return Ok(Step::Done(FireStatus::Gone));
         }
@@ -75,7 +88,7 @@ impl App {
         let tz = job.tz(self.inner.cfg.tz);
         let effective_now =
             if occ.fire_at > now && occ.fire_at - now <= Duration::seconds(EARLY_TOLERANCE_SECS) { occ.fire_at } else { now };
-        let decision = decide(&job, occ.fire_at, effective_now, tz);
+        let decision = decide(&job, occ.fire_at, effective_now, tz, self.inner.cfg.settings.cron.spread_seconds);
         match &decision {
             Decision::NotDue => {
                 self.rearm(&job).await;
@@ -83,6 +96,18 @@ impl App {
             }
             Decision::Run { late: true, .. } => tracing::warn!(job_id = %job.id, "late occurrence: running once, skipping the backlog"),
             _ => {}
+        }
+        if let (Decision::Run { .. }, Overlap::Skip, Some(mark)) = (&decision, job.overlap, &job.running) {
+            if self.running_mark_live(mark) {
+                return Ok(match self.claim_skipped(&job, &occ, effective_now, now).await? {
+                    Some(j) => Step::Skipped(Box::new(Claimed { job: j, occ, start: None })),
+                    None => Step::Done(FireStatus::Duplicate),
+                });
+            }
+            // A stale mark (its run died or outlived its budget): record that run as
+            // interrupted first, then decide again on the recovered job.
+            self.recover_job(&job, false).await?;
+            return again();
         }
         let adv = job.advance(&decision, occ.fire_at, &self.inner.live.owner, now);
         let start = matches!(decision, Decision::Run { .. }).then(|| self.run_start(&job, &occ, now));
@@ -118,15 +143,20 @@ impl App {
     pub(in crate::app) async fn run_now(&self, job_id: &str) -> Result<FireStatus, AppError> {
         let _running = self.inner.fires.enter();
         let bump = std::sync::atomic::AtomicI64::new(0);
-        let (claimed, occ, start) = retry_cas(|| async {
+        let claimed = retry_cas(|| async {
             let Some(job) = self.inner.store.get_job(job_id).await? else { return Err(AppError::NotFound(format!("no job `{job_id}`"))) };
+            if job.state == JobState::Paused {
+                // A manual run honours pause too; the claim's version check makes a pause
+                // written after this read a conflict, so this is read again.
+                return Ok(None);
+            }
             let now = self.inner.clock.now();
             let occ = Occurrence::manual(&job.id, now + Duration::seconds(bump.load(std::sync::atomic::Ordering::Relaxed)));
             let mut adv = job.clone();
             adv.last_run_at = Some(now);
             let start = self.run_start(&job, &occ, now);
             match self.inner.store.fire_claim(&occ, &adv, now, start.append().as_ref()).await? {
-                Claim::Claimed(j) => Ok((*j, occ, start)),
+                Claim::Claimed(j) => Ok(Some((*j, occ, start))),
                 Claim::Duplicate => {
                     bump.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     again()
@@ -134,6 +164,10 @@ impl App {
             }
         })
         .await?;
+        let Some((claimed, occ, start)) = claimed else {
+            tracing::info!(job_id, trigger = "manual", "paused: the job is paused, nothing runs");
+            return Ok(FireStatus::Paused);
+        };
         let (run, tail) = self.run_job(&claimed, &occ, "manual", start).await;
         let next = self.finalize_with(&claimed, &run, tail).await?;
         Ok(FireStatus::Ran { run: Box::new(run), next })
@@ -144,53 +178,74 @@ impl App {
     pub(in crate::app) async fn recover_jobs(&self, unclean_start: bool) -> Result<usize, AppError> {
         let mut n = 0;
         for job in self.inner.store.list_jobs().await?.into_iter().filter(|j| j.state == JobState::Running) {
-            let Some(mark) = job.running.clone() else { continue };
-            let lease = crate::core::session::Lease {
-                token: String::new(),
-                epoch: 0,
-                owner: mark.owner.clone(),
-                started_at: mark.started_at,
-                expires_at: mark.started_at + Duration::seconds(TURN_BUDGET_SECS + LEASE_MARGIN_SECS),
-            };
-            if !self.lease_abandoned(&lease, unclean_start) {
-                continue;
+            if self.recover_job(&job, unclean_start).await? {
+                n += 1;
             }
-            let mut j = job.clone();
-            j.state = if j.next_run_at.is_some() { JobState::Scheduled } else { JobState::Completed };
-            j.last_status = Some(RunStatus::Error);
-            j.last_error = Some("interrupted: the process running this job stopped".into());
-            j.running = None;
-            if self.inner.store.put_job(&j).await.is_err() {
-                continue;
-            }
-            let now = self.inner.clock.now();
-            let occ = Occurrence::new(&job.id, mark.fire_at);
-            let run = RunRecord {
-                run_id: run_id(&occ, now),
-                job_id: job.id.clone(),
-                fire_at: occ.fire_at,
-                trigger: "recovery".into(),
-                started_at: mark.started_at,
-                finished_at: Some(now),
-                status: RunOutcome::Interrupted,
-                output: String::new(),
-                error: j.last_error.clone(),
-                deliveries: vec![],
-                session_id: String::new(),
-            };
-            self.inner.store.finish_run(&run, self.inner.cfg.settings.cron.output_retention).await?;
-            tracing::warn!(job_id = %job.id, occurrence = %occ.key(), "job run interrupted by a crash; not re-run");
-            n += 1;
         }
         Ok(n)
     }
 
+    /// Whether a running mark still proves a live run: its lease (start + turn budget +
+    /// margin) is not abandoned by the lease rules (docs/design.md#lease).
+    pub(super) fn running_mark_live(&self, mark: &RunningMark) -> bool {
+        !self.lease_abandoned(&mark_lease(mark), false)
+    }
+
+    /// Recovers one job whose running mark is abandoned: the occurrence is recorded as
+    /// interrupted (never re-run) and the job goes back on its schedule. False when the
+    /// mark is live or gone, or the job changed meanwhile.
+    pub(super) async fn recover_job(&self, job: &Job, unclean_start: bool) -> Result<bool, AppError> {
+        let Some(mark) = job.running.clone() else { return Ok(false) };
+        if !self.lease_abandoned(&mark_lease(&mark), unclean_start) {
+            return Ok(false);
+        }
+        let mut j = job.clone();
+        j.state = if j.next_run_at.is_some() { JobState::Scheduled } else { JobState::Completed };
+        j.last_status = Some(RunStatus::Error);
+        j.last_error = Some("interrupted: the process running this job stopped".into());
+        j.running = None;
+        if self.inner.store.put_job(&j).await.is_err() {
+            return Ok(false);
+        }
+        let now = self.inner.clock.now();
+        let occ = Occurrence::new(&job.id, mark.fire_at);
+        let run = RunRecord {
+            run_id: run_id(&occ, now),
+            job_id: job.id.clone(),
+            fire_at: occ.fire_at,
+            trigger: "recovery".into(),
+            started_at: mark.started_at,
+            finished_at: Some(now),
+            status: RunOutcome::Interrupted,
+            output: String::new(),
+            error: j.last_error.clone(),
+            deliveries: vec![],
+            session_id: String::new(),
+        };
+        self.inner.store.finish_run(&run, self.inner.cfg.settings.cron.output_retention).await?;
+        tracing::warn!(job_id = %job.id, occurrence = %occ.key(), "job run interrupted by a crash; not re-run");
+        Ok(true)
+    }
+
     /// Asks the timer provider to match the job; failures are logged (reconcile retries).
+    /// A paused, disabled or completed job is not armed: its timer is cancelled.
     pub(in crate::app) async fn rearm(&self, job: &Job) {
         if let Err(e) = self.inner.timers.arm(job).await {
             tracing::error!(job_id = %job.id, provider = %self.inner.timers.provider(), error = %e, "could not arm the next timer; reconcile will retry");
             let _ =
                 self.inner.store.put_meta("timers_last_error", &format!("{} {}: {e}", self.inner.clock.now().to_rfc3339(), job.id)).await;
         }
+    }
+}
+
+/// A running mark as a lease, judged by the lease rules: it expires at its start plus the turn
+/// budget and margin (a run cannot outlive its budget).
+fn mark_lease(mark: &RunningMark) -> crate::core::session::Lease {
+    crate::core::session::Lease {
+        token: String::new(),
+        epoch: 0,
+        owner: mark.owner.clone(),
+        started_at: mark.started_at,
+        expires_at: mark.expires_at(TURN_BUDGET_SECS, LEASE_MARGIN_SECS),
     }
 }

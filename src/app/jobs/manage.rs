@@ -42,7 +42,8 @@ impl App {
             return Err(AppError::BadRequest(format!("the one-shot time of `{}` is in the past; {}", spec.id, schedule::ACCEPTED)));
         }
         let now = self.inner.clock.now();
-        let job = Job::from_spec(&spec, declared, now, self.inner.cfg.tz);
+        let mut job = Job::from_spec(&spec, declared, now, self.inner.cfg.tz);
+        job.place_first(now, self.inner.cfg.tz, self.spread());
         let job = match self.inner.store.put_job(&job).await {
             Ok(j) => j,
             Err(StoreError::Conflict(_)) => return Err(AppError::BadRequest(format!("a job with id `{}` already exists", spec.id))),
@@ -94,6 +95,8 @@ impl App {
                 "id": j.id, "name": j.name, "schedule": j.schedule_text, "prompt": j.prompt, "skills": j.skills,
                 "deliver": j.deliver, "enabled": j.enabled, "repeat": j.repeat, "model": j.model, "timezone": j.timezone, "origin": j.origin,
             });
+            merged["overlap"] = serde_json::json!(j.overlap);
+            merged["spread"] = serde_json::json!(j.spread);
             for (k, v) in obj {
                 if k != "id" {
                     merged[k] = v.clone();
@@ -106,9 +109,14 @@ impl App {
             if spec.deliver != j.deliver {
                 self.check_job_delivery(&spec.deliver, caller)?;
             }
-            apply_spec(j, &spec, now, tz)
+            apply_spec(j, &spec, now, tz, self.spread())
         })
         .await
+    }
+
+    /// The configured default spread (`cron.spread_seconds`).
+    pub(in crate::app) fn spread(&self) -> u32 {
+        self.inner.cfg.settings.cron.spread_seconds
     }
 
     /// Pauses or resumes a job.
@@ -126,7 +134,7 @@ impl App {
                     j.paused_at = None;
                     // Skip what was missed while paused.
                     if j.next_run_at.is_none_or(|n| n <= now) && j.schedule.is_recurring() {
-                        j.next_run_at = j.schedule.next_after(now, j.tz(tz));
+                        j.place_first(now, tz, self.spread());
                     }
                 }
                 (true, JobState::Paused) | (false, JobState::Scheduled | JobState::Running) => {}
@@ -182,7 +190,7 @@ impl App {
                     self.modify_job(&s.id, |j| {
                         j.declared = true;
                         j.extra = s.extra.clone();
-                        apply_spec(j, s, now, tz)
+                        apply_spec(j, s, now, tz, self.spread())
                     })
                     .await?;
                     report.updated.push(s.id.clone());
@@ -295,8 +303,9 @@ impl App {
 }
 
 /// Lays a validated definition over a stored job, keeping its run state; a changed schedule
-/// (or zone) recomputes the next occurrence.
-fn apply_spec(j: &mut Job, s: &JobSpec, now: chrono::DateTime<chrono::Utc>, tz: chrono_tz::Tz) -> Result<(), AppError> {
+/// (or zone) recomputes the next occurrence; a changed spread moves the pending one
+/// (docs/design.md#spread), with `spread` the configured default.
+fn apply_spec(j: &mut Job, s: &JobSpec, now: chrono::DateTime<chrono::Utc>, tz: chrono_tz::Tz, spread: u32) -> Result<(), AppError> {
     // The same schedule text keeps the stored parsed schedule: a job stored as recurring from a
     // bare `30m` (before bare durations became one-shots) stays recurring, and an `in 2h`
     // one-shot is not pushed forward by every sync.
@@ -317,11 +326,16 @@ fn apply_spec(j: &mut Job, s: &JobSpec, now: chrono::DateTime<chrono::Utc>, tz: 
     if s.origin.is_some() {
         j.origin = s.origin.clone();
     }
+    j.overlap = s.overlap;
+    j.spread = s.spread;
+    if !schedule_changed {
+        j.respread(spread);
+    }
     if schedule_changed {
         if s.past_one_shot {
             return Err(AppError::BadRequest(format!("the one-shot time of `{}` is in the past", s.id)));
         }
-        j.next_run_at = Job::first_run(&j.schedule, now, j.tz(tz));
+        j.place_first(now, tz, spread);
         if j.state == JobState::Completed && j.next_run_at.is_some() {
             j.state = JobState::Scheduled;
             j.completed_at = None;

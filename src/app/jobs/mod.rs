@@ -1,6 +1,7 @@
 //! Scheduled jobs: managing them ([`manage`]: create, update, pause/resume, remove,
 //! jobs.json sync, the ticker's pass), the one fire path ([`fire`]: claim the occurrence,
-//! advance the job, arm the next timer), the run ([`run`]: the run's fresh session and agent
+//! advance the job, arm the next timer; [`overlap`] records an occurrence skipped while the
+//! previous run still runs), the run ([`run`]: the run's fresh session and agent
 //! turn, the finishing write), delivery through the ledger ([`deliver`]), the schedule
 //! lines of `cron status` and `/status` ([`status`]) and the verifier of Chronos fire
 //! tokens ([`fire_token`]).
@@ -12,6 +13,7 @@ pub(in crate::app) mod deliver;
 pub(in crate::app) mod fire;
 pub mod fire_token;
 pub(in crate::app) mod manage;
+pub(in crate::app) mod overlap;
 pub(in crate::app) mod run;
 pub(in crate::app) mod status;
 pub(in crate::app) mod types;

@@ -296,6 +296,7 @@ fn str_field<'a>(obj: &'a Map<String, Value>, names: &[&str]) -> Result<&'a str,
 mod cron_expr;
 mod iso;
 mod phrase;
+pub mod spread;
 use cron_expr::*;
 use iso::*;
 use phrase::*;

@@ -99,3 +99,30 @@ pub(crate) async fn fire_finish_retention(s: Arc<dyn Store>) {
     assert_eq!(runs.iter().map(|r| r.run_id.as_str()).collect::<Vec<_>>(), ["r3", "r2"]);
     assert_eq!(s.claim_status(&Occurrence::new("k", at)).await.unwrap(), None, "an absent claim stays absent");
 }
+
+/// An occurrence skipped by overlap (docs/design.md#overlap): its claim advances the job and
+/// keeps the running run's mark, its finish records `skipped` on the claim and in the runs
+/// and leaves the job alone; the job's overlap and spread fields round-trip.
+pub(crate) async fn skipped_occurrences(s: Arc<dyn Store>) {
+    let at = Utc.with_ymd_and_hms(2026, 1, 1, 8, 0, 0).unwrap();
+    let mut job = sample_job("o", Some(at));
+    job.overlap = crate::core::job::Overlap::Allow;
+    job.spread = Some(600);
+    job.spread_offset = 17;
+    job.state = crate::core::job::JobState::Running;
+    job.running = Some(crate::core::job::RunningMark { owner: "h:1".into(), fire_at: at, started_at: at });
+    let job = s.put_job(&job).await.unwrap();
+    assert_eq!(s.get_job("o").await.unwrap().unwrap(), job, "overlap, spread and spread_offset are stored");
+    let next = at + chrono::Duration::hours(1);
+    let mut adv = job.clone();
+    adv.next_run_at = Some(next + chrono::Duration::hours(1));
+    let Claim::Claimed(claimed) = s.fire_claim(&Occurrence::new("o", next), &adv, next, None).await.unwrap() else { panic!() };
+    let mut skipped = run("o", "skip-1", next, next);
+    skipped.status = RunOutcome::Skipped;
+    let fin = FireFinish { run: skipped.clone(), retention: 50, job: None, ledger: vec![], append: None, runs_hint: None };
+    assert_eq!(s.fire_finish(&fin).await.unwrap(), None);
+    assert_eq!(s.claim_status(&Occurrence::new("o", next)).await.unwrap().as_deref(), Some("skipped"));
+    assert_eq!(s.list_runs("o", 10).await.unwrap(), [skipped]);
+    assert_eq!(s.get_job("o").await.unwrap().unwrap(), *claimed, "the job is left to the running run");
+    assert!(claimed.running.is_some());
+}

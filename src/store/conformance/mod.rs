@@ -20,7 +20,7 @@ mod sessions;
 mod turn;
 
 pub(crate) use fence::fenced_writes;
-pub(crate) use fire::{fire_finish_retention, fire_writes};
+pub(crate) use fire::{fire_finish_retention, fire_writes, skipped_occurrences};
 pub(crate) use jobs::{claim_race, claims_are_never_readmitted, jobs_cas_and_due_index, runs_ledger_and_once};
 pub(crate) use pairing::{meta_swap, pairing_approve_race};
 pub(crate) use queue::{queue_empty_condition, queue_fifo_cap_and_dedupe};
@@ -59,7 +59,7 @@ macro_rules! conformance_tests {
                 entry_cas, session_records, transcript_order_and_dedupe, meta_round_trip, counters_add_up,
                 queue_fifo_cap_and_dedupe, queue_empty_condition, atomic_entry_changes, wake_candidates,
                 jobs_cas_and_due_index, claims_are_never_readmitted, runs_ledger_and_once, fenced_writes,
-                search_messages, turn_read_and_once, fire_writes, fire_finish_retention, meta_swap);
+                search_messages, turn_read_and_once, fire_writes, fire_finish_retention, meta_swap, skipped_occurrences);
             $crate::store::conformance::conformance_tests!(@two $fixture; cas_race, claim_race, stale_counter_hints, pairing_approve_race);
         }
     };
