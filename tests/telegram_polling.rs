@@ -323,7 +323,13 @@ async fn discord_register_commands_puts_the_handled_commands() {
     assert_eq!((puts[0].0.as_str(), puts[0].1.as_str()), ("app77/commands", "Bot dbot"));
     assert_eq!(puts[1].0, "app9/guilds/g5/commands");
     let names: Vec<&str> = puts[0].2.as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["ask", "new", "reset", "stop", "queue", "status", "resume", "sessions", "usage", "whoami", "help"]);
+    assert_eq!(
+        names,
+        [
+            "ask", "new", "reset", "stop", "queue", "retry", "undo", "title", "compress", "model", "status", "resume", "sessions", "usage",
+            "sethome", "whoami", "help"
+        ]
+    );
     let ask = &puts[0].2[0];
     assert_eq!(
         (ask["type"].as_u64(), ask["options"][0]["name"].as_str(), ask["options"][0]["required"].as_bool()),
