@@ -1,4 +1,4 @@
-//! Home channels (docs/sessions.md#sethome): each platform's configured
+//! Home channels (docs/sessions.md#commands): each platform's configured
 //! `home_channel` (`<PLATFORM>_HOME_CHANNEL`), overridden by the chat that last ran
 //! `/sethome` there. Hermes' `/sethome` rewrites `<PLATFORM>_HOME_CHANNEL` in its `.env`, so
 //! the chat that ran it wins until the next `/sethome`; here that choice is a store meta

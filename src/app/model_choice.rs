@@ -1,4 +1,4 @@
-//! Which model a chat turn uses (docs/sessions.md#model): the session's `/model` choice
+//! Which model a chat turn uses (docs/sessions.md#commands): the session's `/model` choice
 //! (on its entry), else the agent's default set with `/model --global` (a store meta
 //! record, so every process sees it), else the configured `model.*`. Choices are checked
 //! against the provider table and the environment when they are made

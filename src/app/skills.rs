@@ -128,7 +128,7 @@ impl App {
         }
     }
 
-    /// The message a `/<skill-name> [text]` chat message stands for (docs/sessions.md#skills):
+    /// The message a `/<skill-name> [text]` chat message stands for (docs/sessions.md#commands):
     /// Hermes' invocation with that skill's `SKILL.md` and the text as the instruction.
     /// `None` when `text` names no installed skill (it then goes on as typed).
     pub(in crate::app) async fn skill_message(&self, text: &str) -> Option<String> {

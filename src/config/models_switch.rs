@@ -1,5 +1,5 @@
 //! The endpoint of a model picked in a chat with `/model [provider:]model`
-//! (docs/sessions.md#model): the configured provider (or a fallback's) keeps its URL and
+//! (docs/sessions.md#commands): the configured provider (or a fallback's) keeps its URL and
 //! key with the new model id; another provider is resolved from Hermes' table and the
 //! environment, the way `model.provider` is (its `*_BASE_URL` variable or default URL, its
 //! key variables). A provider that cannot be reached this way is refused with the reason.

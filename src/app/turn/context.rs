@@ -58,7 +58,7 @@ pub(in crate::app) async fn load(app: &App, spec: &TurnSpec<'_>, pre: Option<&Tu
     load_with(app, spec, pre, false).await
 }
 
-/// `/compress` (docs/sessions.md#compress): summarizes the middle of `spec`'s transcript
+/// `/compress` (docs/sessions.md#commands): summarizes the middle of `spec`'s transcript
 /// now, whatever its size and whether or not compression is on; the protected head and tail
 /// stay as configured. The result's `summarized` is `None` when nothing was summarized.
 pub(in crate::app) async fn compress_now(app: &App, spec: &TurnSpec<'_>) -> Result<Context, AppError> {
