@@ -268,7 +268,13 @@ async fn telegram_set_webhook_registers_the_url_with_the_secret() {
     let menu = tg.calls("setMyCommands");
     assert_eq!(menu.len(), 1);
     let names: Vec<&str> = menu[0].0["commands"].as_array().unwrap().iter().map(|c| c["command"].as_str().unwrap()).collect();
-    assert_eq!(names, ["new", "reset", "stop", "queue", "status", "resume", "sessions", "usage", "whoami", "help"]);
+    assert_eq!(
+        names,
+        [
+            "new", "reset", "stop", "queue", "retry", "undo", "title", "compress", "model", "status", "resume", "sessions", "usage",
+            "sethome", "whoami", "help"
+        ]
+    );
     for c in menu[0].0["commands"].as_array().unwrap() {
         let (name, desc) = (c["command"].as_str().unwrap(), c["description"].as_str().unwrap());
         assert!(name.len() <= 32 && name.chars().all(|ch| ch.is_ascii_lowercase()) && (1..=256).contains(&desc.len()), "{c}");
