@@ -141,6 +141,7 @@ async fn model_switches_this_session_then_the_default_and_refuses_unknown_provid
     let (a, b) = (origin("u1"), origin("u2"));
     assert!(send(&k, &a, "/model").await.starts_with("Current: `m0` on custom (config.yaml)"));
     assert_eq!(send(&k, &a, "/model m2").await, "Model switched to `m2`\nProvider: custom\n_(session only — add `--global` to persist)_");
+    assert!(send(&k, &a, "/status").await.contains("\nModel in use: m2 (custom; /model, this session)"));
     send(&k, &a, "hi").await;
     send(&k, &b, "hi").await;
     let used: Vec<(Option<String>, Option<String>)> = k.llm.requests().into_iter().map(|r| (r.provider, r.model)).collect();
