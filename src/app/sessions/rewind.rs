@@ -128,6 +128,8 @@ impl App {
             return Ok(Some("No previous message to retry.".into()));
         };
         self.truncate(entry, at + 1).await?;
+        // A transport that must not wait for a whole turn may answer now (as for a message).
+        crate::app::sessions::accept::accepted();
         let report = self.one_turn_replying(entry, msg.reply, None).await?;
         self.continue_or_release(entry.session_key.clone(), token.to_string(), report.held).await?;
         out.reply = Some(report.reply);
