@@ -268,7 +268,13 @@ async fn telegram_set_webhook_registers_the_url_with_the_secret() {
     let menu = tg.calls("setMyCommands");
     assert_eq!(menu.len(), 1);
     let names: Vec<&str> = menu[0].0["commands"].as_array().unwrap().iter().map(|c| c["command"].as_str().unwrap()).collect();
-    assert_eq!(names, ["new", "reset", "stop", "queue", "status", "resume", "sessions", "usage", "whoami", "help"]);
+    assert_eq!(
+        names,
+        [
+            "new", "reset", "stop", "queue", "retry", "undo", "title", "compress", "model", "status", "resume", "sessions", "usage",
+            "sethome", "whoami", "help"
+        ]
+    );
     for c in menu[0].0["commands"].as_array().unwrap() {
         let (name, desc) = (c["command"].as_str().unwrap(), c["description"].as_str().unwrap());
         assert!(name.len() <= 32 && name.chars().all(|ch| ch.is_ascii_lowercase()) && (1..=256).contains(&desc.len()), "{c}");
@@ -323,7 +329,13 @@ async fn discord_register_commands_puts_the_handled_commands() {
     assert_eq!((puts[0].0.as_str(), puts[0].1.as_str()), ("app77/commands", "Bot dbot"));
     assert_eq!(puts[1].0, "app9/guilds/g5/commands");
     let names: Vec<&str> = puts[0].2.as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["ask", "new", "reset", "stop", "queue", "status", "resume", "sessions", "usage", "whoami", "help"]);
+    assert_eq!(
+        names,
+        [
+            "ask", "new", "reset", "stop", "queue", "retry", "undo", "title", "compress", "model", "status", "resume", "sessions", "usage",
+            "sethome", "whoami", "help"
+        ]
+    );
     let ask = &puts[0].2[0];
     assert_eq!(
         (ask["type"].as_u64(), ask["options"][0]["name"].as_str(), ask["options"][0]["required"].as_bool()),

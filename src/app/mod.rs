@@ -16,7 +16,8 @@
 //! - `services`: the three handles the edges call.
 //!
 //! Beside them, leaves every room may use: `types` (what several rooms share), `cas` (the
-//! compare-and-set loop), [`budget`] (a transport's deadline), [`usage`], `skills`, [`crash`].
+//! compare-and-set loop), [`budget`] (a transport's deadline), [`usage`], `skills`, [`crash`], `model_choice`
+//! (which model a turn uses), `homes` (home channels).
 //! Calls run one way: `services` → `sessions` / `jobs` / `recovery` → `turn` → `tools`;
 //! no `use` line makes a loop between siblings (`tests/app_rooms.rs`).
 //!
@@ -27,8 +28,10 @@ mod access;
 pub mod budget;
 mod cas;
 pub mod crash;
+mod homes;
 pub mod jobs;
 mod memory;
+mod model_choice;
 mod recovery;
 mod services;
 pub mod sessions;
@@ -94,6 +97,8 @@ pub(in crate::app) struct Inner {
     pub(in crate::app) mcp: tools::mcp::McpHub,
     /// Usage counted in memory until the next flush (docs/design.md#usage).
     pub(in crate::app) usage: usage::Usage,
+    /// The agent's default model (`/model --global`) as last read.
+    pub(in crate::app) default_model: model_choice::DefaultModel,
     /// Speech to text for voice notes.
     pub(in crate::app) stt: Arc<dyn crate::ports::Transcriber>,
 }
@@ -176,6 +181,7 @@ impl App {
                 skills: skills::SkillCache::default(),
                 mcp,
                 usage: usage::Usage::default(),
+                default_model: model_choice::DefaultModel::default(),
                 stt,
             }),
         }

@@ -128,6 +128,23 @@ impl App {
         }
     }
 
+    /// The message a `/<skill-name> [text]` chat message stands for (docs/sessions.md#commands):
+    /// Hermes' invocation with that skill's `SKILL.md` and the text as the instruction.
+    /// `None` when `text` names no installed skill (it then goes on as typed).
+    pub(in crate::app) async fn skill_message(&self, text: &str) -> Option<String> {
+        let (name, instruction) = crate::core::commands::skill_word(text)?;
+        let index = self.skills_index().await;
+        let entry = index.iter().find(|s| s.name.eq_ignore_ascii_case(&name) || s.name.replace('_', "-").eq_ignore_ascii_case(&name))?;
+        match self.skill_text(&entry.name).await {
+            Ok(Some((md, _))) => Some(crate::core::commands::skill_invocation(&entry.name, &md, instruction)),
+            Ok(None) => None,
+            Err(e) => {
+                tracing::warn!(skill = %entry.name, error = %e, "skill command: SKILL.md unreadable; the message goes on as typed");
+                None
+            }
+        }
+    }
+
     /// The system prompt of a chat turn: SOUL.md (or the default) and the memory snapshot
     /// (`memory_system_prompt_from`), then the skills index when skills are installed.
     #[cfg(test)]

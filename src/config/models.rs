@@ -380,7 +380,10 @@ fn resolve_fallback(
 
 #[path = "models_own.rs"]
 mod own;
+#[path = "models_switch.rs"]
+mod switch;
 use own::{CLOUD_HOSTS, auto_own_endpoint, host, host_matches};
+pub use switch::resolve_choice;
 
 #[cfg(test)]
 #[path = "models_tests.rs"]

@@ -102,9 +102,23 @@ pub struct SessionEntry {
     /// Leases granted on this key so far; every grant takes the next number (the epoch).
     #[serde(default)]
     pub lease_epoch: u64,
+    /// The model this key's turns use (`/model`), until `/new`; `None`: the agent's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelChoice>,
     /// Compare-and-set version; bumped by every write.
     #[serde(default)]
     pub version: u64,
+}
+
+/// A model picked with `/model`: a provider (Hermes' names; `None`: the configured one)
+/// and a model id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelChoice {
+    /// The provider, canonical name; `None` keeps the configured provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// The model id sent upstream.
+    pub model: String,
 }
 
 /// The condition of a fenced write: the entry of `key` must still hold a lease of `epoch`
@@ -156,6 +170,7 @@ impl SessionEntry {
             suspended: false,
             last_ack_at: None,
             lease_epoch: 0,
+            model: None,
             version: 0,
         }
     }

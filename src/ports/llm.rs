@@ -23,8 +23,11 @@ pub struct ChatRequest {
     pub messages: Vec<Message>,
     /// Tools offered.
     pub tools: Vec<ToolSpec>,
-    /// Per-job model override.
+    /// Model override (a job's `model`, a session's `/model`).
     pub model: Option<String>,
+    /// Provider override (a session's `/model provider:model`; Hermes' names): `None` or
+    /// the configured provider's name keep the configured endpoint and fallback chain.
+    pub provider: Option<String>,
 }
 
 /// One model answer.

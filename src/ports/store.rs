@@ -73,6 +73,13 @@ pub enum SessionChange {
     },
     /// Re-open an ended conversation (`/resume <id>`).
     Reopen(SessionId),
+    /// Set (or clear) a conversation's title (`/title`).
+    Title {
+        /// Which.
+        session_id: SessionId,
+        /// The new title.
+        title: Option<String>,
+    },
     /// Append messages to a transcript.
     Append {
         /// Which conversation.
@@ -205,6 +212,12 @@ pub trait SessionStore: Send + Sync {
     /// Appends messages in order, in one atomic write with the condition that the entry of
     /// `fence.key` still holds a lease of `fence.epoch`; [`StoreError::Fenced`] otherwise.
     async fn append_fenced(&self, id: &SessionId, msgs: &[Message], fence: &Fence) -> Result<(), StoreError>;
+
+    /// Removes every message of a conversation after its first `keep` (`/undo`, `/retry`),
+    /// only while the entry of `fence.key` still holds a lease of `fence.epoch`
+    /// ([`StoreError::Fenced`] otherwise, nothing removed). Returns how many were removed;
+    /// the next append continues right after the kept ones.
+    async fn truncate_messages(&self, id: &SessionId, keep: u64, fence: &Fence) -> Result<u64, StoreError>;
 
     /// The newest `limit` messages of a conversation, oldest first.
     async fn recent_messages(&self, id: &SessionId, limit: usize) -> Result<Vec<Message>, StoreError>;

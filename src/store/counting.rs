@@ -104,6 +104,9 @@ impl SessionStore for CountingStore {
     async fn append_fenced(&self, id: &SessionId, m: &[Message], f: &Fence) -> Result<(), StoreError> {
         fwd!(self, append_fenced(id, m, f))
     }
+    async fn truncate_messages(&self, id: &SessionId, keep: u64, f: &Fence) -> Result<u64, StoreError> {
+        fwd!(self, truncate_messages(id, keep, f))
+    }
     async fn recent_messages(&self, id: &SessionId, l: usize) -> Result<Vec<Message>, StoreError> {
         fwd!(self, recent_messages(id, l))
     }

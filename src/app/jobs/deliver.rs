@@ -23,14 +23,21 @@ impl App {
     /// Resolves a job's targets: `local`, `origin`, `<platform>` (home channel),
     /// `<platform>:<chat>[:<thread>]`; default `origin` if the job has one, else `local`.
     /// De-duplicated by resolved chat.
-    pub(in crate::app) fn resolve_targets(&self, job: &Job) -> Vec<(String, Resolved)> {
+    pub(in crate::app) async fn resolve_targets(&self, job: &Job) -> Vec<(String, Resolved)> {
         let mut list = job.deliver.clone();
         if list.is_empty() {
             list.push(if job.origin.is_some() { "origin".into() } else { "local".into() });
         }
+        // The home channels are read only when a target needs them (a bare platform, or a
+        // chat checked against the delivery policy): a fire's store requests are budgeted.
+        let needs_homes = list.iter().any(|l| match l.split(':').count() {
+            1 => l != "local" && l != "origin",
+            _ => job.origin.is_some(),
+        });
+        let homes = if needs_homes { self.homes().await } else { Default::default() };
         let mut out: Vec<(String, Resolved)> = Vec::new();
         for label in list {
-            let r = self.resolve_one(job, &label);
+            let r = self.resolve_one(job, &label, &homes);
             if !out.iter().any(|(_, o)| *o == r && r != Resolved::Local) {
                 out.push((label, r));
             }
@@ -38,10 +45,10 @@ impl App {
         out
     }
 
-    fn resolve_one(&self, job: &Job, label: &str) -> Resolved {
-        // A platform is known when a channel delivers to it; its home channel comes from its
-        // settings or `<PLATFORM>_HOME_CHANNEL`.
-        let home = |platform: &str| self.inner.delivery.delivers_to(platform).then(|| self.inner.cfg.platform(platform).home_channel);
+    fn resolve_one(&self, job: &Job, label: &str, homes: &crate::app::homes::Homes) -> Resolved {
+        // A platform is known when a channel delivers to it; its home channel is the chat
+        // that ran `/sethome` there, else its settings or `<PLATFORM>_HOME_CHANNEL`.
+        let home = |platform: &str| self.inner.delivery.delivers_to(platform).then(|| homes.get(platform).cloned());
         let mut parts = label.splitn(3, ':');
         let platform = parts.next().unwrap_or_default();
         match (platform, parts.next(), parts.next()) {
@@ -53,8 +60,10 @@ impl App {
                 _ => Resolved::Local,
             },
             (pl, None, _) => match home(pl) {
-                Some(h) if !h.is_empty() => Resolved::Chat(Target { platform: pl.into(), chat_id: h, thread_id: None }),
-                Some(_) => Resolved::Invalid(format!("no home channel for {pl} ({}_HOME_CHANNEL)", crate::config::platform_env_prefix(pl))),
+                Some(Some(t)) => Resolved::Chat(t),
+                Some(None) => {
+                    Resolved::Invalid(format!("no home channel for {pl} ({}_HOME_CHANNEL)", crate::config::platform_env_prefix(pl)))
+                }
                 None => Resolved::Invalid(format!("unknown platform `{pl}`")),
             },
             (pl, Some(chat), thread) => {
@@ -65,7 +74,7 @@ impl App {
                 let made_in = job.origin.as_ref().and_then(|o| {
                     crate::core::ids::Origin::new(&o.platform, &o.chat_id, crate::core::ids::ChatType::Dm, o.user_id.as_deref(), None).ok()
                 });
-                let rules = self.access();
+                let rules = self.access_with(homes);
                 let checked = match &made_in {
                     Some(o) => rules.check_delivery(rules.is_admin(Some(o)), Some(o), pl, chat, thread),
                     None => Ok(()),
@@ -85,7 +94,7 @@ impl App {
     /// write (docs/design.md#store-cost).
     pub(in crate::app) async fn deliver_job_output(&self, job: &Job, occ: &Occurrence, text: &str, tail: &mut Tail) -> Vec<DeliveryResult> {
         let mut results = Vec::new();
-        for (label, r) in self.resolve_targets(job) {
+        for (label, r) in self.resolve_targets(job).await {
             let res = |status: &str, error: Option<String>| DeliveryResult { target: label.clone(), status: status.into(), error };
             let target = match r {
                 Resolved::Local => {

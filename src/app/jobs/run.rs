@@ -67,6 +67,7 @@ impl App {
             kind: TurnKind::Job,
             deadline: Some(tokio::time::Instant::now() + budget),
             model: job.model.clone(),
+            provider: None,
             system: self.system_prompt(),
             origin: None,
             fence: None,

@@ -37,6 +37,10 @@ impl App {
             line.push_str(&format!(", fallbacks: {}", f.join(", ")));
         }
         let mut out = vec![line];
+        if let Some(c) = self.turn_model(e).await {
+            let whence = if e.model.is_some() { "this session" } else { "the agent's default" };
+            out.push(format!("Model in use: {} ({}; /model, {whence})", c.model, c.provider.as_deref().unwrap_or(m.primary.provider)));
+        }
         let recent = self.inner.store.recent_messages(&e.session_id, 50).await.unwrap_or_default();
         if let Some(last) = recent.iter().rev().find_map(|msg| msg.model.as_deref()) {
             out.push(format!("Last answer by: {last}"));

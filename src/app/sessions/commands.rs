@@ -3,7 +3,7 @@
 use crate::app::cas::retry_cas;
 use crate::app::sessions::inbound::{Inbound, Outcome};
 use crate::app::{App, AppError};
-use crate::core::commands::{Cmd, HELP};
+use crate::core::commands::{Cmd, HELP, busy_refusal};
 use crate::core::ids::{SessionId, SessionKey};
 use crate::core::queue::{self, Route};
 use crate::core::reset;
@@ -42,7 +42,15 @@ impl App {
             out.duplicate = true;
             return Ok(out);
         }
+        // Hermes refuses these while a turn runs (`gateway/run.py`'s running-agent guard).
+        if cmd.needs_idle() && entry.lease_live(self.inner.clock.now()) {
+            return Ok(self.command_reply(msg, out, busy_refusal(&cmd)).await);
+        }
         let text = match cmd {
+            Cmd::Retry | Cmd::Undo(_) | Cmd::Compress => return self.rewrite_command(&cmd, msg, key, out).await,
+            Cmd::SetHome => self.cmd_sethome(&msg.origin).await?,
+            Cmd::Model(raw) => self.cmd_model(&msg.origin, key, &raw).await?,
+            Cmd::Title(text) => self.cmd_title(key, text).await?,
             Cmd::New(title) => self.cmd_new(key, title).await?,
             Cmd::Reset => self.cmd_new(key, None).await?,
             Cmd::Stop => self.cmd_stop(key).await?,
@@ -60,7 +68,7 @@ impl App {
         Ok(self.command_reply(msg, out, text).await)
     }
 
-    async fn command_reply(&self, msg: &Inbound, mut out: Outcome, text: String) -> Outcome {
+    pub(in crate::app) async fn command_reply(&self, msg: &Inbound, mut out: Outcome, text: String) -> Outcome {
         self.reply(&msg.origin, msg.reply, &text).await;
         out.reply = Some(text);
         out

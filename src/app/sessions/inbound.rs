@@ -110,6 +110,10 @@ impl App {
             return Ok(out);
         }
         let dedupe = Self::inbound_id(&msg);
+        // `/<skill-name> [text]` becomes Hermes' skill invocation message, then a plain message.
+        if let Some(text) = self.skill_message(&msg.text).await {
+            msg.text = text;
+        }
         if let Some(cmd) = commands::parse(&msg.text) {
             // A command may write nothing, so its retry is caught by a read. Every other
             // path records the id in its own write, which fails whole on a seen id

@@ -34,6 +34,8 @@ impl App {
             next.suspended = false;
             next.interruptions = 0;
             next.interrupt_requested = cur.lease.is_some();
+            // A `/model` choice is the session's: a fresh one starts on the default (as Hermes).
+            next.model = None;
             let rec = SessionRecord {
                 session_id: next.session_id.clone(),
                 session_key: key.clone(),

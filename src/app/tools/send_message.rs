@@ -1,6 +1,6 @@
 //! `send_message`: Hermes' cross-channel message tool (docs/design.md#send-message). `list`
 //! returns the targets this agent can reach: the current chat (`origin`) and each configured
-//! platform's home channel. `send` resolves a delivery target (`origin`, `<platform>` = its
+//! platform's home channel (a `/sethome` choice first). `send` resolves a delivery target (`origin`, `<platform>` = its
 //! home channel, `<platform>:<chat_id>[:<thread_id>]`) on a platform that can send now, and
 //! sends through the delivery ledger under a key derived from the call — the session, the
 //! tool call id and a digest of target and text — so a replayed call (a resumed turn, a
@@ -12,6 +12,7 @@
 //! delivers its own output through its `deliver` targets).
 
 use super::{Tool, ToolCtx, ToolError, ToolOutput, TurnKind, parse_args};
+use crate::app::homes::Homes;
 use crate::core::job::Occurrence;
 use crate::ports::Target;
 use async_trait::async_trait;
@@ -75,14 +76,15 @@ If the user just says a platform name like 'send to telegram', send directly to 
 
     async fn call(&self, ctx: &ToolCtx<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         let a: Args = parse_args(args)?;
+        let homes = ctx.app.homes().await;
         match a.action.as_deref().map(str::trim).unwrap_or("send") {
-            "list" => Ok(list(ctx).into()),
+            "list" => Ok(list(ctx, &homes).into()),
             "send" | "" => {
                 let (target, message) = (a.target.unwrap_or_default(), a.message.unwrap_or_default());
                 if target.trim().is_empty() || message.trim().is_empty() {
                     return Err(ToolError::BadArgs("Both 'target' and 'message' are required when action='send'".into()));
                 }
-                send(ctx, target.trim(), &message).await
+                send(ctx, &homes, target.trim(), &message).await
             }
             other => Err(ToolError::BadArgs(format!("Unknown action '{other}'. Use: send, list"))),
         }
@@ -97,7 +99,7 @@ fn label_of(t: &Target) -> String {
 }
 
 /// The current chat (when its platform can send) and every home channel, in that order.
-fn reachable(ctx: &ToolCtx<'_>) -> Vec<Reachable> {
+fn reachable(ctx: &ToolCtx<'_>, homes: &Homes) -> Vec<Reachable> {
     let platforms = ctx.app.inner.delivery.platforms();
     let mut out = Vec::new();
     if let Some(o) = ctx.origin.filter(|o| platforms.contains(&o.platform)) {
@@ -106,9 +108,7 @@ fn reachable(ctx: &ToolCtx<'_>) -> Vec<Reachable> {
         out.push(Reachable { label: "origin".into(), target, note });
     }
     for p in platforms {
-        let home = ctx.app.inner.cfg.platform(&p).home_channel;
-        if !home.is_empty() {
-            let target = Target { platform: p.clone(), chat_id: home, thread_id: None };
+        if let Some(target) = homes.get(&p).cloned() {
             let note = format!("{p} home channel ({})", label_of(&target));
             out.push(Reachable { label: p, target, note });
         }
@@ -116,9 +116,11 @@ fn reachable(ctx: &ToolCtx<'_>) -> Vec<Reachable> {
     out
 }
 
-fn list(ctx: &ToolCtx<'_>) -> Value {
-    let targets: Vec<Value> =
-        reachable(ctx).into_iter().map(|r| json!({"target": r.label, "resolves_to": label_of(&r.target), "description": r.note})).collect();
+fn list(ctx: &ToolCtx<'_>, homes: &Homes) -> Value {
+    let targets: Vec<Value> = reachable(ctx, homes)
+        .into_iter()
+        .map(|r| json!({"target": r.label, "resolves_to": label_of(&r.target), "description": r.note}))
+        .collect();
     let platforms = ctx.app.inner.delivery.platforms();
     json!({
         "targets": targets,
@@ -128,24 +130,25 @@ fn list(ctx: &ToolCtx<'_>) -> Value {
 }
 
 /// What the model is told when a target cannot be used.
-fn invalid(ctx: &ToolCtx<'_>, why: &str) -> ToolError {
-    let mut valid: Vec<String> = reachable(ctx).into_iter().map(|r| r.label).collect();
+fn invalid(ctx: &ToolCtx<'_>, homes: &Homes, why: &str) -> ToolError {
+    let mut valid: Vec<String> = reachable(ctx, homes).into_iter().map(|r| r.label).collect();
     valid.extend(ctx.app.inner.delivery.platforms().into_iter().map(|p| format!("{p}:<chat_id>[:<thread_id>]")));
     let valid = if valid.is_empty() { "none (no messaging platform is configured)".to_string() } else { valid.join(", ") };
     ToolError::Failed(format!("{why}. Valid targets: {valid}."))
 }
 
 /// The chat `label` names, or why it cannot be sent to.
-fn resolve(ctx: &ToolCtx<'_>, label: &str) -> Result<Target, ToolError> {
-    if let Some(r) = reachable(ctx).into_iter().find(|r| r.label == label) {
+fn resolve(ctx: &ToolCtx<'_>, homes: &Homes, label: &str) -> Result<Target, ToolError> {
+    let invalid = |why: &str| invalid(ctx, homes, why);
+    if let Some(r) = reachable(ctx, homes).into_iter().find(|r| r.label == label) {
         return Ok(r.target);
     }
     match label {
-        "origin" => return Err(invalid(ctx, "This turn has no chat that messages can be sent to")),
-        "local" => return Err(invalid(ctx, "'local' only stores a job's output; send_message needs a chat")),
+        "origin" => return Err(invalid("This turn has no chat that messages can be sent to")),
+        "local" => return Err(invalid("'local' only stores a job's output; send_message needs a chat")),
         _ => {}
     }
-    crate::core::jobfile::check_target(label).map_err(|e| invalid(ctx, &e))?;
+    crate::core::jobfile::check_target(label).map_err(|e| invalid(&e))?;
     let mut parts = label.splitn(3, ':');
     let platform = parts.next().unwrap_or_default();
     if !ctx.app.inner.delivery.platforms().iter().any(|p| p == platform) {
@@ -154,19 +157,18 @@ fn resolve(ctx: &ToolCtx<'_>, label: &str) -> Result<Target, ToolError> {
         } else {
             format!("Unknown platform: {platform}")
         };
-        return Err(invalid(ctx, &why));
+        return Err(invalid(&why));
     }
     match parts.next() {
-        None => Err(invalid(
-            ctx,
-            &format!("No home channel set for {platform} ({}_HOME_CHANNEL)", crate::config::platform_env_prefix(platform)),
-        )),
+        None => {
+            Err(invalid(&format!("No home channel set for {platform} ({}_HOME_CHANNEL)", crate::config::platform_env_prefix(platform))))
+        }
         Some(chat) => {
             let thread = parts.next();
             // The delivery policy: the current chat, home channels, allowed users' chats,
             // `delivery.allow_targets`; admins anywhere (docs/who-sees-what.md).
-            let rules = ctx.app.access();
-            rules.check_delivery(rules.is_admin(ctx.origin), ctx.origin, platform, chat, thread).map_err(|e| invalid(ctx, &e))?;
+            let rules = ctx.app.access_with(homes);
+            rules.check_delivery(rules.is_admin(ctx.origin), ctx.origin, platform, chat, thread).map_err(|e| invalid(&e))?;
             Ok(Target { platform: platform.into(), chat_id: chat.into(), thread_id: thread.map(str::to_string) })
         }
     }
@@ -181,8 +183,8 @@ fn ledger_key(ctx: &ToolCtx<'_>, target: &Target, message: &str) -> (Occurrence,
     (occ, format!("{}~{hex}", label_of(target)))
 }
 
-async fn send(ctx: &ToolCtx<'_>, label: &str, message: &str) -> Result<ToolOutput, ToolError> {
-    let target = resolve(ctx, label)?;
+async fn send(ctx: &ToolCtx<'_>, homes: &Homes, label: &str, message: &str) -> Result<ToolOutput, ToolError> {
+    let target = resolve(ctx, homes, label)?;
     let (occ, key) = ledger_key(ctx, &target, message);
     let store = &ctx.app.inner.store;
     match store.ledger_begin(&occ, &key, ctx.now()).await {

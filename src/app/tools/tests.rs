@@ -256,6 +256,7 @@ async fn the_turn_records_each_call_with_its_duration() {
         kind: TurnKind::Job,
         deadline: None,
         model: None,
+        provider: None,
         system: "sys".into(),
         origin: None,
         fence: None,

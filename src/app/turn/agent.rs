@@ -49,7 +49,8 @@ where
     let mut out = TurnOutput { input_tokens: context.input_tokens, output_tokens: context.output_tokens, ..TurnOutput::default() };
     let mut repeats = crate::app::turn::tool_guard::RepeatGuard::default();
     for n in 0..max_iter {
-        let req = ChatRequest { messages: prompt.clone(), tools: tools.clone(), model: spec.model.clone() };
+        let req =
+            ChatRequest { messages: prompt.clone(), tools: tools.clone(), model: spec.model.clone(), provider: spec.provider.clone() };
         // Each model call streams into its own segment; dropping it stops the editing.
         let seg = spec.stream.as_ref().map(|p| Segment::start(app, p, n));
         let call = async {

@@ -32,10 +32,14 @@ pub(in crate::app) struct Context {
     pub input_tokens: u64,
     /// Completion tokens the summarizer used.
     pub output_tokens: u64,
+    /// When this load summarized: the messages and rough tokens the prompt carried before.
+    pub summarized: Option<(usize, usize)>,
+    /// A summary was due but the model gave none (the transcript was trimmed instead).
+    pub summary_failed: bool,
 }
 
 /// Name of a session's summary index note (`TurnStore`; read with its transcript).
-const SUMMARY_NOTE: &str = "summary";
+pub(in crate::app) const SUMMARY_NOTE: &str = "summary";
 
 /// A chat turn's one read before the model (docs/design.md#store-cost): the newest messages
 /// a prompt normally uses, the message count, the memory snapshot and the summary index.
@@ -51,9 +55,20 @@ pub(in crate::app) async fn read(app: &App, session: &SessionId) -> Result<TurnR
 /// The transcript messages of `spec`'s turn, summarizing the middle first when due. `pre` is
 /// the turn's folded [`read`], if it made one (then nothing is read here).
 pub(in crate::app) async fn load(app: &App, spec: &TurnSpec<'_>, pre: Option<&TurnRead>) -> Result<Context, AppError> {
+    load_with(app, spec, pre, false).await
+}
+
+/// `/compress` (docs/sessions.md#commands): summarizes the middle of `spec`'s transcript
+/// now, whatever its size and whether or not compression is on; the protected head and tail
+/// stay as configured. The result's `summarized` is `None` when nothing was summarized.
+pub(in crate::app) async fn compress_now(app: &App, spec: &TurnSpec<'_>) -> Result<Context, AppError> {
+    load_with(app, spec, None, true).await
+}
+
+async fn load_with(app: &App, spec: &TurnSpec<'_>, pre: Option<&TurnRead>, force: bool) -> Result<Context, AppError> {
     let s = &app.inner.cfg.settings;
     let max_ctx = s.model.max_context_messages;
-    if !s.compression.enabled {
+    if !s.compression.enabled && !force {
         let recent = match (&spec.transcript, pre) {
             (Some(known), _) => known.clone(),
             (None, Some(r)) => r.messages.clone(),
@@ -108,25 +123,29 @@ pub(in crate::app) async fn load(app: &App, spec: &TurnSpec<'_>, pre: Option<&Tu
         + compress::estimate_prompt(&rest);
     let over_tokens = tokens as f64 > s.compression.threshold * budget;
     let over_count = head.len() + rest.len() + usize::from(previous.is_some()) > max_ctx;
-    if over_tokens || over_count {
+    let mut summary_failed = false;
+    if force || over_tokens || over_count {
         let max_keep = (max_ctx / 2).max(1);
-        let tail_tokens = (s.compression.target_ratio * s.compression.threshold * budget) as usize;
+        // Forced (`/compress`): the tail is the protected messages only.
+        let tail_tokens = if force { 0 } else { (s.compression.target_ratio * s.compression.threshold * budget) as usize };
         if let Some(cut) = compress::tail_cut(&rest, s.compression.protect_last_n.min(max_keep), tail_tokens, max_keep) {
             let through = items[cut].0 as u64;
             if let Some(out) = summarize(app, spec, head.clone(), index.as_ref().map(|i| i.text.as_str()), &rest[..cut], through).await? {
                 let (summary, mut ctx) = out;
+                ctx.summarized = Some((head.len() + usize::from(previous.is_some()) + rest.len(), tokens));
                 ctx.messages = head;
                 ctx.messages.push(summary);
                 ctx.messages.extend_from_slice(&rest[cut..]);
                 return Ok(ctx);
             }
+            summary_failed = true;
         }
     }
     let mut messages = head;
     messages.extend(previous);
     let room = max_ctx.saturating_sub(messages.len()).max(1);
     messages.extend_from_slice(trim_context(&rest, room));
-    Ok(Context { messages, ..Context::default() })
+    Ok(Context { messages, summary_failed, ..Context::default() })
 }
 
 /// The message count and the newest messages after the summary (at most [`MAX_READ`]).
@@ -216,6 +235,7 @@ async fn summarize(
         ],
         tools: Vec::new(),
         model: spec.model.clone(),
+        provider: spec.provider.clone(),
     };
     let resp = match app.inner.llm.complete(&req).await {
         Ok(r) if !r.content.trim().is_empty() => r,
@@ -234,5 +254,8 @@ async fn summarize(
     append(app, spec, std::slice::from_ref(&summary)).await?;
     app.inner.store.turn_put_note(spec.session_id, SUMMARY_NOTE, Some(&raw)).await?;
     tracing::info!(session_id = %spec.session_id, through, summarized = turns.len(), "context summarized");
-    Ok(Some((summary, Context { messages: Vec::new(), input_tokens: resp.input_tokens, output_tokens: resp.output_tokens })))
+    Ok(Some((
+        summary,
+        Context { messages: Vec::new(), input_tokens: resp.input_tokens, output_tokens: resp.output_tokens, ..Context::default() },
+    )))
 }

@@ -162,12 +162,14 @@ impl App {
         let read = crate::app::turn::context::read(self, &entry.session_id).await?;
         let snapshot = read.notes.get(crate::app::memory::SNAPSHOT_NOTE).map(String::as_str);
         let system = self.chat_system_prompt_from(&entry.session_id, Some(snapshot), Some(&entry.origin)).await;
+        let choice = self.turn_model(entry).await;
         let spec = TurnSpec {
             session_id: &entry.session_id,
             notes,
             kind: TurnKind::Chat,
             deadline: Some(tokio::time::Instant::now() + budget),
-            model: None,
+            model: choice.as_ref().map(|c| c.model.clone()),
+            provider: choice.and_then(|c| c.provider),
             system,
             origin: Some(entry.origin.clone()),
             fence: Some(fence.clone()),

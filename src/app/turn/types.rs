@@ -68,8 +68,10 @@ pub struct TurnSpec<'a> {
     pub kind: TurnKind,
     /// When the turn's time budget ends; tool calls still running then are cancelled.
     pub deadline: Option<tokio::time::Instant>,
-    /// Model override.
+    /// Model override (a job's `model`, the session's `/model`).
     pub model: Option<String>,
+    /// Provider override (the session's `/model provider:model`).
+    pub provider: Option<String>,
     /// System prompt (SOUL.md or the job's own).
     pub system: String,
     /// The chat the turn runs for (tools that create jobs record it as their origin).

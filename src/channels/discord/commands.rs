@@ -26,10 +26,20 @@ pub fn definitions() -> Vec<Value> {
         command("reset", "Start a fresh conversation (same as /new)", None),
         command("stop", "Stop the running task (queued items are kept)", None),
         command("queue", "Run this prompt as its own turn after the current one", Some(("prompt", "The prompt to queue", true))),
+        command("retry", "Answer your last message again", None),
+        command("undo", "Remove the last exchange (or N of them)", Some(("count", "How many exchanges", false))),
+        command("title", "Show or set this session's title", Some(("title", "The new title", false))),
+        command("compress", "Summarize this conversation's context now", None),
+        command(
+            "model",
+            "Show or switch the model ([provider:]model [--global])",
+            Some(("model", "[provider:]model, optionally --global", false)),
+        ),
         command("status", "Session, queue and schedule information", None),
         command("resume", "List recent sessions, or switch back to one", Some(("session_id", "The session to resume", false))),
         command("sessions", "List this chat's recent sessions", None),
         command("usage", "Token usage of this session", None),
+        command("sethome", "Make this chat the platform's home channel", None),
         command("whoami", "Your platform, user id and access tier", None),
         command("help", "The list of commands", None),
     ]
@@ -78,7 +88,16 @@ mod tests {
     #[test]
     fn every_definition_is_a_command_the_endpoint_understands() {
         let names: Vec<String> = definitions().iter().map(|d| d["name"].as_str().unwrap().to_string()).collect();
-        assert_eq!(names, ["ask", "new", "reset", "stop", "queue", "status", "resume", "sessions", "usage", "whoami", "help"]);
+        assert_eq!(
+            names,
+            [
+                "ask", "new", "reset", "stop", "queue", "retry", "undo", "title", "compress", "model", "status", "resume", "sessions",
+                "usage", "sethome", "whoami", "help"
+            ]
+        );
+        // Every chat menu command is a slash command here too, in the menu's order.
+        let menu: Vec<&str> = crate::core::commands::MENU.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names[1..], menu[..]);
         for d in definitions() {
             let desc = d["description"].as_str().unwrap();
             assert!(!desc.is_empty() && desc.chars().count() <= 100, "Discord allows 1-100 characters: {desc}");

@@ -126,7 +126,12 @@ fn command_text(data: &CommandData) -> Result<String, String> {
         "new" => Ok(with("new", option(data, &["title"]))),
         "queue" => Ok(with("queue", option(data, &["prompt", "text"]))),
         "resume" => Ok(with("resume", option(data, &["session_id"]))),
-        c @ ("reset" | "stop" | "status" | "sessions" | "usage" | "whoami" | "help") => Ok(format!("/{c}")),
+        "undo" => Ok(with("undo", option(data, &["count"]))),
+        "title" => Ok(with("title", option(data, &["title"]))),
+        "model" => Ok(with("model", option(data, &["model"]))),
+        c @ ("reset" | "stop" | "status" | "sessions" | "usage" | "whoami" | "help" | "retry" | "compress" | "sethome") => {
+            Ok(format!("/{c}"))
+        }
         other => Err(format!("Unknown command `/{other}`. Try /help.")),
     }
 }
@@ -171,7 +176,21 @@ mod tests {
             (json!({"name": "sessions"}), Ok("/sessions")),
             (json!({"name": "usage"}), Ok("/usage")),
             (json!({"name": "Help"}), Ok("/help")),
+            (json!({"name": "retry"}), Ok("/retry")),
+            (json!({"name": "undo", "options": [{"name": "count", "type": 3, "value": "2"}]}), Ok("/undo 2")),
+            (json!({"name": "title", "options": [{"name": "title", "type": 3, "value": "Trip"}]}), Ok("/title Trip")),
+            (
+                json!({"name": "model", "options": [{"name": "model", "type": 3, "value": "openrouter:x/y --global"}]}),
+                Ok("/model openrouter:x/y --global"),
+            ),
+            (json!({"name": "model"}), Ok("/model")),
+            (json!({"name": "compress"}), Ok("/compress")),
+            (json!({"name": "sethome"}), Ok("/sethome")),
         ];
+        // Every registered command is understood.
+        for d in super::super::commands::definitions() {
+            assert!(command_text(&data(json!({"name": d["name"]}))).is_ok_and(|t| t.starts_with('/')) || d["name"] == "ask", "{d}");
+        }
         for (d, want) in cases {
             assert_eq!(command_text(&data(d.clone())), want.map(str::to_string).map_err(str::to_string), "{d}");
         }

@@ -116,7 +116,7 @@ mod tests {
     }
 
     fn req() -> ChatRequest {
-        ChatRequest { messages: vec![], tools: vec![], model: None }
+        ChatRequest { messages: vec![], tools: vec![], model: None, provider: None }
     }
 
     #[tokio::test]

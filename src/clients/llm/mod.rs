@@ -10,6 +10,7 @@ pub mod offline;
 pub mod openai;
 pub mod openai_stream;
 pub mod retry;
+pub mod routed;
 pub mod sse;
 
 use crate::config::Loaded;
@@ -20,8 +21,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Builds the configured model: the primary endpoint, wrapped in the fallback chain when
-/// `fallback_providers` / `fallback_model` name more.
+/// `fallback_providers` / `fallback_model` name more, behind the router that serves a
+/// session's `/model provider:model` ([`routed::Routed`]).
 pub fn from_config(cfg: &Loaded) -> Arc<dyn Llm> {
+    Arc::new(routed::Routed::new(configured(cfg), cfg.clone()))
+}
+
+/// The configured chain alone.
+fn configured(cfg: &Loaded) -> Arc<dyn Llm> {
     let primary = endpoint_llm(&cfg.model.primary, cfg);
     if cfg.model.fallbacks.is_empty() {
         return primary;

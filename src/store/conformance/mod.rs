@@ -5,7 +5,7 @@
 //!
 //! The checks live by concern, as the port is split: `sessions` (session entries, records,
 //! transcripts, wake candidates), `queue`, `fence` (writes fenced by a lease epoch), `jobs` (jobs, claims, runs, ledger, once keys),
-//! `search` (`session_search`), `fire` (the fire path's folded writes), `pairing` (compare-and-set meta records) and, here, the meta
+//! `rewind` (`/undo` and `/title`), `search` (`session_search`), `fire` (the fire path's folded writes), `pairing` (compare-and-set meta records) and, here, the meta
 //! round trip.
 
 #![allow(clippy::unwrap_used)]
@@ -15,6 +15,7 @@ mod fire;
 mod jobs;
 mod pairing;
 mod queue;
+mod rewind;
 mod search;
 mod sessions;
 mod turn;
@@ -24,6 +25,7 @@ pub(crate) use fire::{fire_finish_retention, fire_writes, skipped_occurrences};
 pub(crate) use jobs::{claim_race, claims_are_never_readmitted, jobs_cas_and_due_index, runs_ledger_and_once};
 pub(crate) use pairing::{meta_swap, pairing_approve_race};
 pub(crate) use queue::{queue_empty_condition, queue_fifo_cap_and_dedupe};
+pub(crate) use rewind::{record_title, truncate_transcript};
 pub(crate) use search::search_messages;
 pub(crate) use sessions::{atomic_entry_changes, cas_race, entry_cas, session_records, transcript_order_and_dedupe, wake_candidates};
 pub(crate) use turn::{stale_counter_hints, turn_read_and_once};
@@ -59,7 +61,8 @@ macro_rules! conformance_tests {
                 entry_cas, session_records, transcript_order_and_dedupe, meta_round_trip, counters_add_up,
                 queue_fifo_cap_and_dedupe, queue_empty_condition, atomic_entry_changes, wake_candidates,
                 jobs_cas_and_due_index, claims_are_never_readmitted, runs_ledger_and_once, fenced_writes,
-                search_messages, turn_read_and_once, fire_writes, fire_finish_retention, meta_swap, skipped_occurrences);
+                search_messages, turn_read_and_once, fire_writes, fire_finish_retention, meta_swap,
+                truncate_transcript, record_title, skipped_occurrences);
             $crate::store::conformance::conformance_tests!(@two $fixture; cas_race, claim_race, stale_counter_hints, pairing_approve_race);
         }
     };

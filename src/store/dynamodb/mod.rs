@@ -279,6 +279,10 @@ impl SessionStore for DynamoStore {
         transcript::append_fenced(self, id, msgs, fence).await
     }
 
+    async fn truncate_messages(&self, id: &SessionId, keep: u64, fence: &Fence) -> Result<u64, StoreError> {
+        transcript::truncate(self, id, keep, fence).await
+    }
+
     async fn recent_messages(&self, id: &SessionId, limit: usize) -> Result<Vec<Message>, StoreError> {
         transcript::recent(self, id, limit).await
     }

@@ -174,6 +174,11 @@ async fn plan_changes(
                     r.end_reason = None;
                 }
             }
+            SessionChange::Title { session_id, title } => {
+                if let Some(r) = plan_of(st, &mut records, session_id).await?.rec.as_mut() {
+                    r.title = title.clone();
+                }
+            }
             SessionChange::Append { session_id, messages } => match appends.iter_mut().find(|(id, _)| *id == session_id) {
                 Some((_, m)) => m.extend(messages.iter().cloned()),
                 None => appends.push((session_id, messages.clone())),

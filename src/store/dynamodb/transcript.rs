@@ -106,6 +106,59 @@ pub(super) async fn append_fenced(st: &DynamoStore, id: &SessionId, msgs: &[Mess
     Err(DynamoError::Contended("append_fenced").into())
 }
 
+/// `SessionStore::truncate_messages`: the messages after `keep` are deleted newest first,
+/// each batch with the fence's check, and the counter comes down to `keep` in the last
+/// batch (conditioned on its value). A crash between batches leaves the counter above the
+/// messages that remain, which an append tolerates (its numbers are still unused); the
+/// reverse order could leave an old message where the next append must write.
+pub(super) async fn truncate(st: &DynamoStore, id: &SessionId, keep: u64, fence: &Fence) -> Result<u64, StoreError> {
+    let pk = st.keys.session_pk(id);
+    for attempt in 0..ATTEMPTS {
+        let cur: u64 = st.get(key(pk.clone(), SEQ_SK)).await?.and_then(|it| get_n(&it, "n")).unwrap_or(0);
+        if cur <= keep {
+            return Ok(0);
+        }
+        let seqs: Vec<u64> = (keep + 1..=cur).rev().collect();
+        // Room in each write for the fence check and the counter.
+        let batches: Vec<&[u64]> = seqs.chunks(MAX_ITEMS - 2).collect();
+        let mut lost_seq = false;
+        for (i, batch) in batches.iter().enumerate() {
+            let mut tx = Tx::default();
+            plan_fence(st, &mut tx, fence)?;
+            for seq in *batch {
+                tx.delete(&st.table, Part::Message, key(pk.clone(), msg_sk(*seq)), None)?;
+            }
+            if i + 1 == batches.len() {
+                let was = Cond::new("#n = :n").val(":n", n(cur));
+                // An emptied transcript has no counter, as a new one (an append at 0 expects none).
+                if keep == 0 {
+                    tx.delete(&st.table, Part::Seq, key(pk.clone(), SEQ_SK), Some(was))?;
+                } else {
+                    let mut counter = key(pk.clone(), SEQ_SK);
+                    counter.insert("n".into(), n(keep));
+                    tx.put(&st.table, Part::Seq, counter, Some(was))?;
+                }
+            }
+            match st.transact(tx).await? {
+                Outcome::Done => {}
+                o if o.lost(Part::Fence) => return Err(StoreError::Fenced(fence.key.as_str().to_string())),
+                _ => {
+                    lost_seq = true;
+                    break;
+                }
+            }
+        }
+        if !lost_seq {
+            st.seqs.set(pk, keep);
+            return Ok(cur - keep);
+        }
+        // An unfenced append moved the counter: read it again.
+        st.seqs.forget(&pk);
+        backoff(attempt).await;
+    }
+    Err(DynamoError::Contended("truncate_messages").into())
+}
+
 /// `SessionStore::recent_messages`.
 pub(super) async fn recent(st: &DynamoStore, id: &SessionId, limit: usize) -> Result<Vec<Message>, StoreError> {
     let items = st.query(Query::prefix(st.keys.session_pk(id), MSG_PREFIX).newest_first().take(limit)).await?;

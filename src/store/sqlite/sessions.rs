@@ -94,6 +94,10 @@ fn apply_change(tx: &rusqlite::Transaction<'_>, ch: &SessionChange) -> Result<()
             cached_execute(tx, "UPDATE sessions SET ended_at = NULL, end_reason = NULL WHERE session_id = ?1", [id.as_str()])
                 .map_err(backend)?;
         }
+        SessionChange::Title { session_id, title } => {
+            cached_execute(tx, "UPDATE sessions SET title = ?2 WHERE session_id = ?1", params![session_id.as_str(), title])
+                .map_err(backend)?;
+        }
         SessionChange::Append { session_id, messages } => {
             let docs: Vec<String> = messages.iter().map(|m| encode("message", m)).collect::<Result<_, _>>()?;
             append_docs(tx, session_id.as_str(), &docs)?;
@@ -253,6 +257,35 @@ impl SessionStore for SqliteStore {
             check_fence(&tx, &fence)?;
             append_docs(&tx, &id, &docs)?;
             tx.commit().map_err(backend)
+        })
+        .await
+    }
+
+    async fn truncate_messages(&self, id: &SessionId, keep: u64, fence: &Fence) -> Result<u64, StoreError> {
+        let id = id.as_str().to_string();
+        let fence = fence.clone();
+        self.with(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
+            check_fence(&tx, &fence)?;
+            // The `keep`-th message's sequence number (0 keeps none): robust to gaps.
+            let last: i64 = if keep == 0 {
+                0
+            } else {
+                cached_row(
+                    &tx,
+                    "SELECT seq FROM messages WHERE session_id = ?1 ORDER BY seq LIMIT 1 OFFSET ?2",
+                    params![id, keep as i64 - 1],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(backend)?
+                .unwrap_or(i64::MAX)
+            };
+            let n = cached_execute(&tx, "DELETE FROM messages WHERE session_id = ?1 AND seq > ?2", params![id, last]).map_err(backend)?;
+            // The search index keeps its own copy of the text (schema step 2).
+            cached_execute(&tx, "DELETE FROM message_search WHERE session_id = ?1 AND seq > ?2", params![id, last]).map_err(backend)?;
+            tx.commit().map_err(backend)?;
+            Ok(n as u64)
         })
         .await
     }
