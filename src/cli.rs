@@ -146,6 +146,16 @@ pub struct JobFlags {
     /// forever, once, or a number of runs.
     #[arg(long)]
     pub repeat: Option<String>,
+    /// Script under $HERMES_HOME/scripts/ run before each run (`.sh`/`.bash` with bash, else
+    /// python3); its stdout goes into the prompt ("" clears it).
+    #[arg(long)]
+    pub script: Option<String>,
+    /// The script is the job: its stdout is delivered as it is, no model call (needs --script).
+    #[arg(long)]
+    pub no_agent: bool,
+    /// The script's working directory (absolute; "" clears it).
+    #[arg(long)]
+    pub workdir: Option<String>,
 }
 
 /// `cron` sub-commands.
@@ -164,8 +174,8 @@ pub enum CronCmd {
     Add {
         /// `every 30m`, `in 2h`, `0 8 * * *`, `every weekday at 9am`, `2026-12-01T09:00`, …
         schedule: String,
-        /// What the agent should do.
-        prompt: String,
+        /// What the agent should do (may be left out with --no-agent).
+        prompt: Option<String>,
         /// Definition flags.
         #[command(flatten)]
         flags: JobFlags,

@@ -96,6 +96,8 @@ pub(in crate::app) struct Inner {
     pub(in crate::app) usage: usage::Usage,
     /// Speech to text for voice notes.
     pub(in crate::app) stt: Arc<dyn crate::ports::Transcriber>,
+    /// Runs job scripts.
+    pub(in crate::app) scripts: Arc<dyn crate::ports::ScriptRunner>,
 }
 
 /// What an [`App`] is built from: settings and adapters, chosen once at wiring time.
@@ -124,6 +126,8 @@ pub struct Parts {
     pub stt: Arc<dyn crate::ports::Transcriber>,
     /// Opens sessions to the configured MCP servers.
     pub mcp: Arc<dyn crate::ports::McpConnector>,
+    /// Runs job scripts.
+    pub scripts: Arc<dyn crate::ports::ScriptRunner>,
 }
 
 /// Use-case failures; mapped to HTTP in `http/error.rs`.
@@ -149,7 +153,7 @@ pub enum AppError {
 impl App {
     /// Builds the app from its parts (once per process, or per test).
     pub fn new(parts: Parts) -> Self {
-        let Parts { cfg, home, store, llm, delivery, timers, clock, tools, owner, jwks, stt, mcp } = parts;
+        let Parts { cfg, home, store, llm, delivery, timers, clock, tools, owner, jwks, stt, mcp, scripts } = parts;
         let fire_auth = jobs::fire_token::FireAuth::from_config(&cfg, jwks);
         let mcp = tools::mcp::McpHub::from_settings(&cfg.settings, std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some(), mcp);
         let mut live = recovery::Live::default();
@@ -173,6 +177,7 @@ impl App {
                 mcp,
                 usage: usage::Usage::default(),
                 stt,
+                scripts,
             }),
         }
     }

@@ -21,6 +21,15 @@ fn flags_json(v: &mut Value, f: &JobFlags) {
     if let Some(r) = &f.repeat {
         v["repeat"] = json!(r);
     }
+    if let Some(s) = &f.script {
+        v["script"] = json!(s);
+    }
+    if f.no_agent {
+        v["no_agent"] = json!(true);
+    }
+    if let Some(w) = &f.workdir {
+        v["workdir"] = json!(w);
+    }
 }
 
 fn fmt_time(app: &App, t: Option<chrono::DateTime<chrono::Utc>>) -> String {

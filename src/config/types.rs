@@ -367,6 +367,9 @@ pub struct CronSettings {
     pub chronos: ChronosSettings,
     /// EventBridge Scheduler settings.
     pub eventbridge: EventBridgeSettings,
+    /// Limit of one job script run, in seconds (Hermes' key; env `HERMES_CRON_SCRIPT_TIMEOUT`
+    /// wins; on Lambda the invocation's time left caps it).
+    pub script_timeout_seconds: u64,
 }
 
 impl Default for CronSettings {
@@ -381,6 +384,7 @@ impl Default for CronSettings {
             min_interval_seconds: 60,
             chronos: ChronosSettings::default(),
             eventbridge: EventBridgeSettings::default(),
+            script_timeout_seconds: crate::core::script::DEFAULT_TIMEOUT_SECS,
         }
     }
 }

@@ -19,10 +19,13 @@ pub enum RunOutcome {
     Missed,
     /// The process running it died or ran past its budget; never re-run.
     Interrupted,
+    /// A script job with nothing to report (empty stdout, or `{"wakeAgent": false}`): no
+    /// model call, nothing delivered.
+    Silent,
 }
 
 impl RunOutcome {
-    /// The stored name (`ok`, `error`, `delivery_failed`, `missed`, `interrupted`).
+    /// The stored name (`ok`, `error`, `delivery_failed`, `missed`, `interrupted`, `silent`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Ok => "ok",
@@ -30,6 +33,7 @@ impl RunOutcome {
             Self::DeliveryFailed => "delivery_failed",
             Self::Missed => "missed",
             Self::Interrupted => "interrupted",
+            Self::Silent => "silent",
         }
     }
 
@@ -39,6 +43,7 @@ impl RunOutcome {
             Self::Ok => RunStatus::Ok,
             Self::Missed => RunStatus::Missed,
             Self::DeliveryFailed => RunStatus::DeliveryFailed,
+            Self::Silent => RunStatus::Silent,
             Self::Error | Self::Interrupted => RunStatus::Error,
         }
     }

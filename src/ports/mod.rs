@@ -11,7 +11,8 @@
 //! - `timers`: [`Timers`], whoever wakes the process for a job's next occurrence;
 //! - `stt`: [`Transcriber`], speech to text for voice notes;
 //! - `fetch`: [`Fetcher`] and [`Resolve`], the web tools' pinned GETs and name lookups;
-//! - `mcp`: [`McpConnector`] and [`McpSession`], MCP servers' tools.
+//! - `mcp`: [`McpConnector`] and [`McpSession`], MCP servers' tools;
+//! - `script`: [`ScriptRunner`], job scripts as child processes.
 
 mod delivery;
 mod fetch;
@@ -19,6 +20,7 @@ mod fire_store;
 mod keys;
 mod llm;
 mod mcp;
+mod script;
 mod store;
 mod stt;
 mod timers;
@@ -29,6 +31,7 @@ pub use fire_store::{FireFinish, FireStore, RunAppend};
 pub use keys::JwksSource;
 pub use llm::{ChatRequest, ChatResponse, Llm, LlmError, TextSink, ToolSpec};
 pub use mcp::{McpCallResult, McpConnector, McpEndpoint, McpError, McpSession, McpTool};
+pub use script::{ScriptError, ScriptOutput, ScriptRunner, ScriptSpec};
 pub use store::{
     Appended, Claim, Counts, InboundId, JobStore, LedgerStore, MAX_SESSION_NOTES, MetaStore, QueueStore, QueuedItem, SearchHit,
     SessionChange, SessionStore, Store, StoreError, TurnRead, TurnStore, note_meta_key,
