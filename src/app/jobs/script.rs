@@ -106,3 +106,35 @@ impl App {
         Ok((real_dir, real))
     }
 }
+
+impl App {
+    /// The files of `$HERMES_HOME/scripts/` a job may name (the dashboard's script picker):
+    /// paths relative to the folder with `/`, sorted, hidden names and anything whose real path
+    /// leaves the folder left out, at most 3 folders deep.
+    pub fn script_files(&self) -> Vec<String> {
+        let Ok(root) = std::fs::canonicalize(self.inner.home.join(script::SCRIPTS_DIR)) else { return Vec::new() };
+        let mut out = Vec::new();
+        list_files(&root, &root, 3, &mut out);
+        out.sort();
+        out
+    }
+}
+
+/// Adds the files under `dir` (relative to `root`) to `out`, `depth` folders further down.
+fn list_files(root: &Path, dir: &Path, depth: usize, out: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.filter_map(Result::ok) {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Ok(real) = std::fs::canonicalize(e.path()) else { continue };
+        if name.starts_with('.') || !real.starts_with(root) {
+            continue;
+        }
+        if real.is_dir() && depth > 0 {
+            list_files(root, &e.path(), depth - 1, out);
+        } else if real.is_file()
+            && let Ok(rel) = e.path().strip_prefix(root)
+        {
+            out.push(rel.to_string_lossy().replace('\\', "/"));
+        }
+    }
+}
