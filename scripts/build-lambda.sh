@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 usage() {
   cat <<'EOF'
-Usage: scripts/build-lambda.sh [--arch x86_64|arm64|all] [--home DIR]
+Usage: scripts/build-lambda.sh [--arch x86_64|arm64|all] [--home DIR] [--scripts DIR] [--stage-only OUT]
 
 Builds the Lambda package of hermes-zero (release, --features aws) for the provided.al2023
 runtime and writes, per architecture:
@@ -24,6 +24,14 @@ then prints each zip's size. infra/aws/template.yaml deploys target/lambda/herme
   --home DIR      copy DIR (config.yaml, SOUL.md, skills/, cron/jobs.json) into the package
                   as hermes-home/, which the template's HERMES_HOME=/var/task/hermes-home
                   reads. Without it the function runs on the defaults and its environment.
+  --scripts DIR   copy DIR's files into the package as hermes-home/scripts/, the function's
+                  $HERMES_HOME/scripts where job scripts are looked up (replaces a scripts/
+                  folder of --home). Files keep their exec bit; nothing is group- or
+                  world-writable. provided.al2023 is a minimal Amazon Linux 2023: make sure
+                  the interpreter the scripts need (bash, python3) is there, or add it with a
+                  Lambda layer.
+  --stage-only OUT  build nothing: write only hermes-home/ (from --home and --scripts) into
+                  OUT, as the zip would hold it, and exit (to check a package's home)
   -h, --help      this text
 
 arm64 needs `rustup target add aarch64-unknown-linux-gnu` and a cross linker: the one in
@@ -47,6 +55,8 @@ AL2023_GLIBC=2.34
 
 ARCH=all
 HOME_DIR=
+SCRIPTS_DIR=
+STAGE_ONLY=
 while [ $# -gt 0 ]; do
   case "$1" in
     -h|--help) usage; exit 0 ;;
@@ -54,6 +64,10 @@ while [ $# -gt 0 ]; do
     --arch=*) ARCH=${1#--arch=}; shift ;;
     --home) [ $# -ge 2 ] || die "--home needs a directory"; HOME_DIR=$2; shift 2 ;;
     --home=*) HOME_DIR=${1#--home=}; shift ;;
+    --scripts) [ $# -ge 2 ] || die "--scripts needs a directory"; SCRIPTS_DIR=$2; shift 2 ;;
+    --scripts=*) SCRIPTS_DIR=${1#--scripts=}; shift ;;
+    --stage-only) [ $# -ge 2 ] || die "--stage-only needs a directory"; STAGE_ONLY=$2; shift 2 ;;
+    --stage-only=*) STAGE_ONLY=${1#--stage-only=}; shift ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
@@ -64,6 +78,28 @@ if [ -n "$HOME_DIR" ]; then
     die "--home: '$HOME_DIR' holds a state.db; on Lambda the store is DynamoDB and the home is read-only, so do not ship a SQLite file"
   fi
 fi
+if [ -n "$SCRIPTS_DIR" ] && [ ! -d "$SCRIPTS_DIR" ]; then die "--scripts: '$SCRIPTS_DIR' is not a directory"; fi
+
+# stage_home DIR: writes DIR/hermes-home from --home and --scripts (nothing without either).
+stage_home() {
+  local home=$1/hermes-home
+  if [ -n "$HOME_DIR" ]; then cp -R "$HOME_DIR" "$home"; fi
+  if [ -n "$SCRIPTS_DIR" ]; then
+    rm -rf "$home/scripts"
+    mkdir -p "$home/scripts"
+    cp -R "$SCRIPTS_DIR/." "$home/scripts/"
+    chmod -R go-w "$home/scripts"
+    chmod 755 "$home/scripts"
+  fi
+}
+
+if [ -n "$STAGE_ONLY" ]; then
+  mkdir -p "$STAGE_ONLY"
+  stage_home "$STAGE_ONLY"
+  say "staged $STAGE_ONLY/hermes-home"
+  exit 0
+fi
+
 command -v cargo > /dev/null || die "cargo is not on PATH (install Rust: https://rustup.rs)"
 if command -v zip > /dev/null; then ZIPPER=zip
 elif command -v python3 > /dev/null; then ZIPPER=python3
@@ -140,7 +176,7 @@ build() {
   mkdir -p "$stage"
   cp "$bin" "$stage/bootstrap"
   chmod 755 "$stage/bootstrap"
-  if [ -n "$HOME_DIR" ]; then cp -R "$HOME_DIR" "$stage/hermes-home"; fi
+  stage_home "$stage"
   zip="$OUT/hermes-zero-$arch.zip"
   make_zip "$stage" "$zip" || die "making $zip with $ZIPPER failed"
   check_zip "$zip"

@@ -153,6 +153,16 @@ pub struct JobFlags {
     /// (default: cron.spread_seconds).
     #[arg(long, value_name = "SECS")]
     pub spread: Option<u32>,
+    /// Script under $HERMES_HOME/scripts/ run before each run (`.sh`/`.bash` with bash, else
+    /// python3); its stdout goes into the prompt ("" clears it).
+    #[arg(long)]
+    pub script: Option<String>,
+    /// The script is the job: its stdout is delivered as it is, no model call (needs --script).
+    #[arg(long)]
+    pub no_agent: bool,
+    /// The script's working directory (absolute; "" clears it).
+    #[arg(long)]
+    pub workdir: Option<String>,
 }
 
 /// `cron` sub-commands.
@@ -171,8 +181,8 @@ pub enum CronCmd {
     Add {
         /// `every 30m`, `in 2h`, `0 8 * * *`, `every weekday at 9am`, `2026-12-01T09:00`, …
         schedule: String,
-        /// What the agent should do.
-        prompt: String,
+        /// What the agent should do (may be left out with --no-agent).
+        prompt: Option<String>,
         /// Definition flags.
         #[command(flatten)]
         flags: JobFlags,

@@ -16,7 +16,7 @@
 //! - [`ports`]: the traits the app needs, one file each under `src/ports/` — `Store` (split by
 //!   concern: `SessionStore`, `QueueStore`, `JobStore`, `LedgerStore`, `MetaStore`), `Llm`,
 //!   `Delivery`, `Timers`, `JwksSource`, `Transcriber`, `Fetcher`/`Resolve` (the web tools),
-//!   `McpConnector`/`McpSession` (MCP servers), `Clock`.
+//!   `McpConnector`/`McpSession` (MCP servers), `ScriptRunner` (job scripts), `Clock`.
 //! - [`app`]: use cases written against ports only, one folder (room) per use case, each with
 //!   a module doc — `app::sessions` (a chat message, commands, media, import), `app::turn`
 //!   (one agent turn under a lease: model loop, context, streaming), `app::jobs` (CRUD, sync,
@@ -34,7 +34,7 @@
 //! - [`clients`]: outbound adapters — OpenAI-compatible, Anthropic and offline models (and the
 //!   fallback chain over them), the Chronos NAS, JWKS, EventBridge Scheduler (feature `aws`),
 //!   MCP servers (`clients::mcp`), the web tools' pinned-address fetcher (`clients::fetch`),
-//!   speech to text. `app` imports none of them; `tests/architecture.rs` checks this rule and
+//!   speech to text, job scripts' child processes (`clients::script`). `app` imports none of them; `tests/architecture.rs` checks this rule and
 //!   the others of this map (core, http, cli).
 //! - [`http`]: the one router (`http::router`, webhook routes generated from the channel
 //!   registry), extractors (API key, the fire token in `http::fire_auth`), error mapping, and

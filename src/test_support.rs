@@ -189,6 +189,7 @@ impl TestApp {
             jwks: Arc::new(crate::clients::jwks::HttpJwks::default()),
             stt,
             mcp: mcp_connector(),
+            scripts: Arc::new(crate::clients::script::ProcessScripts),
         })
     }
 }

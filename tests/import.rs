@@ -425,3 +425,34 @@ async fn each_chat_s_current_hermes_session_is_continued_by_its_next_telegram_me
         assert_eq!(all["sessions"].as_array().unwrap().len(), 4, "{variant}: no new session: {all}");
     }
 }
+
+/// Hermes' `scripts/` folder comes over with its script jobs: folders 0700, files keep their
+/// exec bit but lose group/world write, and the imported script job runs from the new home.
+#[cfg(unix)]
+#[test]
+fn hermes_job_scripts_are_copied_private_and_their_jobs_run() {
+    use std::os::unix::fs::PermissionsExt;
+    let src = TempHome::new("hermes-scripts");
+    drop(state_db(&src.path().join("state.db"), 30));
+    src.write("scripts/disk.sh", "echo \"disk ok from $(basename \"$PWD\")\"\n");
+    src.write("scripts/lib/feed.py", "print('feed')\n");
+    std::fs::set_permissions(src.path().join("scripts/disk.sh"), std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::set_permissions(src.path().join("scripts/lib/feed.py"), std::fs::Permissions::from_mode(0o666)).unwrap();
+    let job = json!({"jobs": [{"id": "0a1b2c3d4e5f", "name": "disk", "prompt": "", "script": "disk.sh", "no_agent": true,
+        "schedule": {"kind": "interval", "minutes": 30, "display": "every 30m"}, "deliver": "local", "enabled": true}]});
+    src.write("cron/jobs.json", &job.to_string());
+    let home = TempHome::new("import-scripts");
+    let o = import(&home, src.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("copied 2 job script(s)"), "{}", stderr(&o));
+    let mode = |p: &str| std::fs::metadata(home.path().join(p)).unwrap().permissions().mode() & 0o777;
+    assert_eq!((mode("scripts"), mode("scripts/lib")), (0o700, 0o700));
+    assert_eq!((mode("scripts/disk.sh"), mode("scripts/lib/feed.py")), (0o755, 0o644));
+    let o = cli(home.path(), &["cron", "run", "0a1b2c3d4e5f"], &[]);
+    assert!(stdout(&o).contains(": ok") && stdout(&o).contains("disk ok from scripts"), "{}{}", stdout(&o), stderr(&o));
+    // A second run copies nothing and keeps a script changed here.
+    std::fs::write(home.path().join("scripts/disk.sh"), "echo mine\n").unwrap();
+    let o = import(&home, src.path());
+    assert!(!stderr(&o).contains("copied") && stderr(&o).contains("script `disk.sh` exists with other content"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(home.path().join("scripts/disk.sh")).unwrap(), "echo mine\n");
+}

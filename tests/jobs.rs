@@ -273,7 +273,7 @@ async fn rest_api_manages_jobs() {
     let home = job_home("rest", &llm, &tg, "");
     home.write(
         "cron/jobs.json",
-        r#"[{"id":"ok","prompt":"p","schedule":"every 1h"},{"id":"sh","prompt":"p","schedule":"every 1h","script":"a.sh"}]"#,
+        r#"[{"id":"ok","prompt":"p","schedule":"every 1h"},{"id":"sh","prompt":"p","schedule":"every 1h","no_agent":true}]"#,
     );
     let gw = Gateway::start(home.path(), &[]);
     let c = &gw.http;
@@ -282,7 +282,7 @@ async fn rest_api_manages_jobs() {
     let (_, list) = gw.get("/api/jobs").await;
     assert!(list["jobs"].as_array().unwrap().iter().any(|j| j["id"] == "ok"), "{list}");
     assert_eq!(list["skipped"][0]["id"], "sh", "{list}");
-    assert!(list["skipped"][0]["reason"].as_str().unwrap().contains("`script`"), "{list}");
+    assert!(list["skipped"][0]["reason"].as_str().unwrap().contains("no_agent=True requires a script"), "{list}");
     let r = c
         .post(url("/api/jobs"))
         .bearer_auth(&gw.key)
@@ -335,11 +335,14 @@ fn doctor_reports_missing_skills_and_bad_jobs_files() {
     assert!(o.status.success(), "{}", stdout(&o));
     assert!(stdout(&o).contains("3 declared"));
     // A job that cannot be loaded is a warning, not a failure.
-    home.write("cron/jobs.json", r#"{"jobs": [{}, {"id":"s","prompt":"p","schedule":"every 1h","script":"x.sh"}]}"#);
+    home.write("cron/jobs.json", r#"{"jobs": [{}, {"id":"s","prompt":"p","schedule":"every 1h","no_agent":true}]}"#);
     let o = cli(home.path(), &["doctor"], &[("TELEGRAM_BOT_TOKEN", "")]);
     assert!(o.status.success(), "{}", stdout(&o));
     let out = stdout(&o);
-    assert!(out.contains("warning:") && out.contains("skipped job #0") && out.contains("job #1 (s)") && out.contains("`script`"), "{out}");
+    assert!(
+        out.contains("warning:") && out.contains("skipped job #0") && out.contains("job #1 (s)") && out.contains("requires a script"),
+        "{out}"
+    );
     // Not a job list at all: a failure naming the file.
     home.write("cron/jobs.json", "not json");
     let o = cli(home.path(), &["doctor"], &[("TELEGRAM_BOT_TOKEN", "")]);

@@ -856,3 +856,40 @@ async fn lambda_runs_nothing_for_a_paused_job() {
     assert_eq!(serde_json::from_str::<Value>(&common::stdout(&runs)).unwrap(), json!([]), "no run recorded");
     assert!(rapid.init_errors.lock().unwrap().is_empty());
 }
+
+/// A script job on Lambda: `scripts/build-lambda.sh --home H --scripts S --stage-only OUT`
+/// lays out the package's home as the zip holds it (`hermes-home/scripts/` from S); the
+/// function, with `HERMES_HOME` on that home, fires the job and runs the script from there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lambda_runs_a_script_job_from_its_packaged_scripts_folder() {
+    let llm = FakeLlm::start().await;
+    let src = TempHome::new("lambda-src");
+    src.write("home/config.yaml", &common::config(Some(&llm), None, ""));
+    src.write("scripts/probe.sh", "echo \"probe-6174 in $(basename \"$PWD\")\"\n");
+    let pkg = TempHome::new("lambda-pkg");
+    let script = format!("{}/scripts/build-lambda.sh", env!("CARGO_MANIFEST_DIR"));
+    let (h, s) = (src.path().join("home"), src.path().join("scripts"));
+    let out = Command::new("bash")
+        .arg(script)
+        .args(["--home", h.to_str().unwrap(), "--scripts", s.to_str().unwrap(), "--stage-only", pkg.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let home = pkg.path().join("hermes-home");
+    assert!(home.join("scripts/probe.sh").is_file() && home.join("config.yaml").is_file());
+    let o = common::cli(&home, &["cron", "add", "every 1h", "Report the probe.", "--script", "probe.sh", "--deliver", "local"], &[]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let id = common::stdout(&o).trim().to_string();
+    let jobs: Value = serde_json::from_str(&common::stdout(&common::cli(&home, &["cron", "list", "--json"], &[]))).unwrap();
+    let next = jobs[0]["next_run_at"].as_str().unwrap();
+    let fire_at = chrono::DateTime::parse_from_rfc3339(next).unwrap().to_utc().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+
+    let (api, rapid) = start_rapid().await;
+    let mut f = Function::start(&api, rapid, &home, &[("HERMES_CLOCK_OFFSET_SECS", "3700")]);
+    let (kind, resp) = f.invoke(json!({"hermes_zero_fire": {"job_id": id, "fire_at": fire_at}})).await;
+    assert_eq!((kind, &resp["run_status"]), ("response", &json!("ok")), "{resp}");
+    assert_eq!(llm.calls(), 1);
+    let prompt = common::last_user(&llm.requests()[0]);
+    assert!(prompt.starts_with("## Script Output\n") && prompt.contains("probe-6174 in scripts"), "{prompt}");
+    assert!(prompt.ends_with("Report the probe."), "{prompt}");
+}

@@ -262,6 +262,34 @@ async fn second_job(c: &Client, gw: &Gateway) -> Result<()> {
     Ok(())
 }
 
+/// A `no_agent` script job made with the script picker: stored with its script, and its run
+/// shows the script's output without a model call; then deleted.
+async fn script_job(c: &Client, gw: &Gateway, llm: &FakeLlm) -> Result<()> {
+    click(c, "#new-job").await?;
+    type_into(c, "#f-name", "ui-script").await?;
+    type_into(c, "#f-schedule", "every 1h").await?;
+    find(c, "#f-no-agent").await?.click().await?;
+    click(c, "#f-submit").await?;
+    text_contains(c, "#f-script-error", "Pick the script").await?;
+    poll("the script picker lists watch.sh", || async { c.find(Locator::Css("#f-script option[value=\"watch.sh\"]")).await.ok() }).await?;
+    find(c, "#f-script").await?.select_by_value("watch.sh").await?;
+    click(c, "#f-submit").await?;
+    let script = "tr[data-job-id=\"ui-script\"]";
+    text_contains(c, &format!("{script} [data-testid=job-schedule]"), "every 1h").await?;
+    let jobs = api_jobs(gw).await;
+    let j = jobs.iter().find(|j| j["id"] == "ui-script").context("ui-script not stored")?;
+    ensure!(j["script"] == "watch.sh" && j["no_agent"] == true, "{j}");
+    let calls = llm.calls();
+    click(c, &format!("{script} [data-testid=job-run]")).await?;
+    let history = "tr[data-history-for=\"ui-script\"]";
+    text_contains(c, &format!("{history} [data-testid=run-output]"), "disk ok 42").await?;
+    ensure!(llm.calls() == calls, "a no_agent job called the model");
+    click(c, &format!("{script} [data-testid=job-delete]")).await?;
+    click(c, "#confirm-ok").await?;
+    count(c, script, 0).await?;
+    Ok(())
+}
+
 async fn run_pause_resume(c: &Client, llm: &FakeLlm) -> Result<()> {
     click(c, &row("[data-testid=job-run]")).await?;
     let history = format!("tr[data-history-for=\"{JOB}\"]");
@@ -428,6 +456,7 @@ async fn journey(c: &Client, gw: &Gateway, llm: &FakeLlm, session_id: &str) -> R
     step("sign in", sign_in(c, &gw.base)).await?;
     step("create a job", create_job(c, gw)).await?;
     step("a second job", second_job(c, gw)).await?;
+    step("a script job", script_job(c, gw, llm)).await?;
     step("run, pause, resume", run_pause_resume(c, llm)).await?;
     step("edit", edit_job(c, gw)).await?;
     step("screenshots", screenshots(c)).await?;
@@ -455,6 +484,7 @@ async fn dashboard_in_headless_chromium() {
     let extra = "cron:\n  provider: builtin\ndelivery:\n  allow_targets: ['telegram:-100123']\nmemory:\n  user_profile: per_user\n";
     home.write("config.yaml", &config(Some(&llm), None, extra));
     home.write("skills/greeter/SKILL.md", "---\nname: greeter\ndescription: Greets people\n---\nGreet warmly.\n");
+    home.write("scripts/watch.sh", "echo 'disk ok 42'\n");
     let gw = Gateway::start(home.path(), &[]);
     let (s, turn) = gw.post_message(json!({"chat_id": "ui-chat", "user_id": "u1", "text": "hello from the browser test"})).await;
     assert_eq!(s, 200, "{turn}");

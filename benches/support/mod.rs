@@ -80,5 +80,6 @@ pub fn app(dir: &std::path::Path, cfg: Loaded, store: Arc<dyn Store>) -> App {
         jwks: Arc::new(hermes_zero::clients::jwks::HttpJwks::default()),
         stt: Arc::new(hermes_zero::ports::NoStt("benchmarks".into())),
         mcp: Arc::new(hermes_zero::clients::mcp::RmcpConnector),
+        scripts: Arc::new(hermes_zero::clients::script::ProcessScripts),
     })
 }

@@ -203,3 +203,60 @@ async fn a_slow_model_call_reads_the_store_rarely_and_a_stop_stored_here_wakes_i
     assert!(started.elapsed() < std::time::Duration::from_millis(1500), "stopped after {:?}", started.elapsed());
     assert_ne!(stopped.reply.as_deref(), Some("ok"), "the stopped turn sends no answer");
 }
+
+/// A home with `scripts/<name>` holding `body`, removed on drop.
+struct ScriptHome(std::path::PathBuf);
+
+impl ScriptHome {
+    fn new(name: &str, body: &str) -> Self {
+        let home = std::env::temp_dir().join(format!("hz-budget-script-{}-{:08x}", std::process::id(), rand::random::<u32>()));
+        std::fs::create_dir_all(home.join("scripts")).unwrap();
+        std::fs::write(home.join("scripts").join(name), body).unwrap();
+        Self(home)
+    }
+}
+
+impl Drop for ScriptHome {
+    fn drop(&mut self) {
+        std::fs::remove_dir_all(&self.0).ok();
+    }
+}
+
+/// A script job's fire keeps the fire budget: its prompt (known only after the script ran)
+/// is stored with the answer in the delivery's ledger write, not in a write of its own; a
+/// `no_agent` job stores no session at all.
+#[tokio::test]
+async fn a_script_job_fire_stays_within_the_fire_budget() {
+    let home = ScriptHome::new("feed.sh", "echo item-4711\n");
+    let counting = Arc::new(CountingStore::new(Arc::new(crate::store::sqlite::SqliteStore::in_memory().unwrap())));
+    let now = Utc::now();
+    let llm = CountingLlm::new("ok");
+    let app = TestApp::new(now)
+        .yaml("platforms: {telegram: {allowed_users: [u1]}}")
+        .home(&home.0)
+        .env(crate::config::Env::from_pairs([("PATH", std::env::var("PATH").unwrap_or_default())]))
+        .clock(Arc::new(ManualClock::new(now)))
+        .store(counting.clone())
+        .llm(llm.clone())
+        .delivery(Arc::new(Outbox::default()))
+        .build();
+    for (id, extra) in [("s1", json!({"prompt": "Summarize."})), ("s2", json!({"no_agent": true}))] {
+        let mut spec = json!({"id": id, "schedule": "every 1h", "script": "feed.sh", "deliver": "telegram:c1"});
+        spec.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        let s = crate::core::jobfile::parse_job(&spec, now, chrono_tz::UTC).unwrap();
+        counting.put_job(&Job { next_run_at: Some(now), ..Job::from_spec(&s, false, now, chrono_tz::UTC) }).await.unwrap();
+        counting.take();
+        let fired = app.fire(id, None, "test").await.unwrap();
+        assert_eq!(fired.to_json()["run_status"], "ok", "{}", fired.to_json());
+        assert_within(&format!("script job fire {id} (sqlite)"), &counting.take(), FIRE_BUDGET);
+    }
+    assert_eq!(llm.calls(), 1, "only the job with an agent called the model");
+    let runs = counting.list_runs("s1", 5).await.unwrap();
+    let transcript = counting.recent_messages(&crate::core::ids::SessionId::named(runs[0].session_id.clone()), 10).await.unwrap();
+    let texts: Vec<&str> = transcript.iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(texts.len(), 2, "{texts:?}");
+    assert!(texts[0].starts_with("## Script Output\n") && texts[0].contains("item-4711") && texts[0].ends_with("Summarize."), "{texts:?}");
+    assert_eq!(texts[1], "ok");
+    let runs = counting.list_runs("s2", 5).await.unwrap();
+    assert_eq!((runs[0].output.as_str(), runs[0].session_id.as_str()), ("item-4711", ""), "no_agent: stdout is the output, no session");
+}

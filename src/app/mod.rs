@@ -101,6 +101,8 @@ pub(in crate::app) struct Inner {
     pub(in crate::app) default_model: model_choice::DefaultModel,
     /// Speech to text for voice notes.
     pub(in crate::app) stt: Arc<dyn crate::ports::Transcriber>,
+    /// Runs job scripts.
+    pub(in crate::app) scripts: Arc<dyn crate::ports::ScriptRunner>,
 }
 
 /// What an [`App`] is built from: settings and adapters, chosen once at wiring time.
@@ -129,6 +131,8 @@ pub struct Parts {
     pub stt: Arc<dyn crate::ports::Transcriber>,
     /// Opens sessions to the configured MCP servers.
     pub mcp: Arc<dyn crate::ports::McpConnector>,
+    /// Runs job scripts.
+    pub scripts: Arc<dyn crate::ports::ScriptRunner>,
 }
 
 /// Use-case failures; mapped to HTTP in `http/error.rs`.
@@ -158,7 +162,7 @@ pub enum AppError {
 impl App {
     /// Builds the app from its parts (once per process, or per test).
     pub fn new(parts: Parts) -> Self {
-        let Parts { cfg, home, store, llm, delivery, timers, clock, tools, owner, jwks, stt, mcp } = parts;
+        let Parts { cfg, home, store, llm, delivery, timers, clock, tools, owner, jwks, stt, mcp, scripts } = parts;
         let fire_auth = jobs::fire_token::FireAuth::from_config(&cfg, jwks);
         let mcp = tools::mcp::McpHub::from_settings(&cfg.settings, std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some(), mcp);
         let mut live = recovery::Live::default();
@@ -183,6 +187,7 @@ impl App {
                 usage: usage::Usage::default(),
                 default_model: model_choice::DefaultModel::default(),
                 stt,
+                scripts,
             }),
         }
     }

@@ -27,6 +27,15 @@ fn flags_json(v: &mut Value, f: &JobFlags) {
     if let Some(s) = f.spread {
         v["spread"] = json!(s);
     }
+    if let Some(s) = &f.script {
+        v["script"] = json!(s);
+    }
+    if f.no_agent {
+        v["no_agent"] = json!(true);
+    }
+    if let Some(w) = &f.workdir {
+        v["workdir"] = json!(w);
+    }
 }
 
 fn fmt_time(app: &App, t: Option<chrono::DateTime<chrono::Utc>>) -> String {

@@ -1,6 +1,6 @@
 //! `hermes-zero import [HERMES_HOME]` (docs/design.md#hermes): checks Hermes' `state.db` first (so a
 //! file of another schema version, or a locked or corrupt one, imports nothing), then copies
-//! SOUL.md, skills, jobs.json (and syncs it), the memory files and — when this home has none —
+//! SOUL.md, skills, job scripts, jobs.json (and syncs it), the memory files and — when this home has none —
 //! `config.yaml` (once it loads here), then imports every session with its messages — each
 //! chat's current Hermes session (Hermes' routing index) as that chat's current session here,
 //! every other one under its own `imported-` key — and the approved DM pairing lists
@@ -176,7 +176,7 @@ fn print_counts(src: &Path, counts: &Counts, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Copies SOUL.md, the memory files, skills and jobs.json (then syncs it); returns notes
+/// Copies SOUL.md, the memory files, skills, job scripts and jobs.json (then syncs it); returns notes
 /// about what was kept as it was.
 async fn copy_files(app: &App, src: &Path, counts: &mut Counts) -> anyhow::Result<Vec<String>> {
     let home = app.home();
@@ -200,6 +200,13 @@ async fn copy_files(app: &App, src: &Path, counts: &mut Counts) -> anyhow::Resul
     for k in kept {
         notes.push(format!("skill `{k}` exists with another SKILL.md; kept it"));
     }
+    let (scripts, kept) = copy_scripts(&src.join("scripts"), &home.join("scripts"))?;
+    if scripts > 0 {
+        notes.push(format!("copied {scripts} job script(s) to {}", home.join("scripts").display()));
+    }
+    for k in kept {
+        notes.push(format!("script `{k}` exists with other content; kept it"));
+    }
     let jobs_file = app.jobs_file();
     let r = copy_file(&src.join("cron").join("jobs.json"), &jobs_file)?;
     note_kept(&mut notes, &jobs_file, r);
@@ -210,4 +217,37 @@ async fn copy_files(app: &App, src: &Path, counts: &mut Counts) -> anyhow::Resul
         }
     }
     Ok(notes)
+}
+
+/// Copies Hermes' `scripts/` tree (job scripts, docs/jobs.md#script-jobs) into `to`: folders
+/// 0700, files owner-readable and -writable keeping their exec bits, never group- or
+/// world-writable; a file already there is kept (named when its content differs); symlinks
+/// are not followed. Returns how many files were copied and the ones kept.
+fn copy_scripts(from: &Path, to: &Path) -> std::io::Result<(usize, Vec<String>)> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+    if !from.is_dir() {
+        return Ok((0, Vec::new()));
+    }
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(to)?;
+    let (mut copied, mut kept) = (0, Vec::new());
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let (t, dest) = (e.file_type()?, to.join(e.file_name()));
+        if t.is_dir() {
+            let (n, k) = copy_scripts(&e.path(), &dest)?;
+            copied += n;
+            kept.extend(k);
+        } else if t.is_file() && dest.exists() {
+            if std::fs::read(e.path())? != std::fs::read(&dest)? {
+                kept.push(e.file_name().to_string_lossy().into_owned());
+            }
+        } else if t.is_file() {
+            let mode = (e.metadata()?.permissions().mode() & 0o755) | 0o600;
+            let mut out = std::fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(&dest)?;
+            std::io::copy(&mut std::fs::File::open(e.path())?, &mut out)?;
+            std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(mode))?;
+            copied += 1;
+        }
+    }
+    Ok((copied, kept))
 }

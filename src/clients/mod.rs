@@ -9,6 +9,7 @@ pub mod jwks;
 pub mod llm;
 pub mod mcp;
 pub mod nas;
+pub mod script;
 pub mod stt;
 pub mod web;
 

@@ -414,6 +414,13 @@ fn apply_env(s: &mut Settings, env: &Env) -> Result<(), ConfigError> {
     env_str(env, "HERMES_EVENTBRIDGE_GROUP", &mut eb.group);
     env_str(env, "HERMES_EVENTBRIDGE_TARGET_ARN", &mut eb.target_arn);
     env_str(env, "HERMES_EVENTBRIDGE_ROLE_ARN", &mut eb.role_arn);
+    if let Some(v) = env.get("HERMES_CRON_SCRIPT_TIMEOUT") {
+        s.cron.script_timeout_seconds = crate::core::script::parse_timeout(v).ok_or_else(|| ConfigError::Invalid {
+            file: "environment".into(),
+            key: "HERMES_CRON_SCRIPT_TIMEOUT".into(),
+            reason: format!("must be a positive number of seconds, got `{v}`"),
+        })?;
+    }
     Ok(())
 }
 
@@ -453,6 +460,7 @@ fn validate(s: &Settings, file: &str) -> Result<chrono_tz::Tz, ConfigError> {
         ("restart_loop_threshold", u64::from(s.restart_loop_threshold)),
         ("cron.tick_interval_seconds", s.cron.tick_interval_seconds),
         ("cron.output_retention", s.cron.output_retention as u64),
+        ("cron.script_timeout_seconds", s.cron.script_timeout_seconds),
     ];
     for (key, v) in positive {
         if v == 0 {

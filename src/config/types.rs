@@ -373,6 +373,9 @@ pub struct CronSettings {
     /// Moves each recurring occurrence by a fixed per-job offset in `[0, spread_seconds)`
     /// (default 0; a job's `spread` overrides it; docs/design.md#spread).
     pub spread_seconds: u32,
+    /// Limit of one job script run, in seconds (Hermes' key; env `HERMES_CRON_SCRIPT_TIMEOUT`
+    /// wins; on Lambda the invocation's time left caps it).
+    pub script_timeout_seconds: u64,
 }
 
 impl Default for CronSettings {
@@ -388,6 +391,7 @@ impl Default for CronSettings {
             chronos: ChronosSettings::default(),
             eventbridge: EventBridgeSettings::default(),
             spread_seconds: 0,
+            script_timeout_seconds: crate::core::script::DEFAULT_TIMEOUT_SECS,
         }
     }
 }

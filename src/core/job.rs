@@ -58,6 +58,8 @@ pub enum RunStatus {
     DeliveryFailed,
     /// A one-shot was too late and did not run.
     Missed,
+    /// A script job had nothing to report: no model call, nothing delivered.
+    Silent,
     /// The occurrence came due while the previous run still ran, and was not run
     /// (docs/design.md#overlap).
     Skipped,
@@ -200,6 +202,16 @@ pub struct Job {
     /// schedule's own time) is `next_run_at − spread_offset`.
     #[serde(default)]
     pub spread_offset: i64,
+    /// A script under `$HERMES_HOME/scripts/` run before each run (Hermes' `script`): its
+    /// stdout goes into the prompt, or is the job with `no_agent` (docs/jobs.md#script-jobs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<String>,
+    /// The script is the job: its stdout is delivered as it is, no model call.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_agent: bool,
+    /// The script's working directory (absolute; default the scripts folder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workdir: Option<String>,
 }
 
 impl Job {

@@ -1,6 +1,6 @@
 //! jobs.json and job definitions (docs/design.md#jobs-file): both the seed's short form (`description`,
 //! `skill`, `deliver_to`) and Hermes' own form (`prompt`, `skills`, `deliver`, `repeat`,
-//! parsed `schedule` objects). Unknown fields are kept. A job that cannot be loaded is skipped
+//! parsed `schedule` objects, `script`/`no_agent`/`workdir`). Unknown fields are kept. A job that cannot be loaded is skipped
 //! with its index and reason and every other job loads; only a file that is not a job list
 //! at all is refused.
 
@@ -45,6 +45,12 @@ pub struct JobSpec {
     pub overlap: Overlap,
     /// `spread` in seconds (None: `cron.spread_seconds`; docs/design.md#spread).
     pub spread: Option<u32>,
+    /// Script run before each run (`core::script`).
+    pub script: Option<String>,
+    /// The script is the job (no model call).
+    pub no_agent: bool,
+    /// The script's working directory (absolute).
+    pub workdir: Option<String>,
 }
 
 /// A refused jobs.json.
@@ -78,6 +84,9 @@ const KNOWN: &[&str] = &[
     "origin",
     "overlap",
     "spread",
+    "script",
+    "no_agent",
+    "workdir",
 ];
 
 /// A job of jobs.json that was not loaded, and why (shown by `cron list --all`, `doctor` and
@@ -144,7 +153,7 @@ pub fn parse_file(text: &str, file: &str, now: DateTime<Utc>, tz: Tz) -> Result<
     for (index, j) in list.iter().enumerate() {
         let label = ["id", "name"].iter().find_map(|k| j.get(*k).and_then(Value::as_str)).map(str::to_string);
         let skip = |reason: String| SkippedJob { index, id: label.clone(), reason };
-        match unsupported(j).map_or_else(|| parse_job(j, now, tz), Err) {
+        match parse_job(j, now, tz) {
             Err(reason) => out.skipped.push(skip(reason)),
             Ok(spec) if out.jobs.iter().any(|o| o.id == spec.id) => out.skipped.push(skip(format!("duplicate id `{}`", spec.id))),
             Ok(spec) => {
@@ -154,18 +163,6 @@ pub fn parse_file(text: &str, file: &str, now: DateTime<Utc>, tz: Tz) -> Result<
         }
     }
     Ok(out)
-}
-
-/// Hermes job kinds hermes-zero cannot run: a `script` job or a `no_agent` job.
-fn unsupported(j: &Value) -> Option<String> {
-    if j.get("no_agent").and_then(Value::as_bool) == Some(true) {
-        return Some("a `no_agent` job (runs without the agent) is not supported by hermes-zero".into());
-    }
-    match j.get("script") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if s.trim().is_empty() => None,
-        Some(_) => Some("a `script` job is not supported by hermes-zero".into()),
-    }
 }
 
 fn string_list(v: &Value, field: &str) -> Result<Vec<String>, String> {
@@ -296,7 +293,12 @@ pub fn parse_job(j: &Value, now: DateTime<Utc>, tz: Tz) -> Result<JobSpec, Strin
         None => tz,
     };
     let (schedule_text, schedule, past_one_shot) = parse_schedule(j.get("schedule").unwrap_or(&Value::Null), now, job_tz)?;
-    let prompt = opt_str(j, "prompt")?.or(opt_str(j, "description")?).ok_or("`prompt` (or `description`) is required")?;
+    let (script, no_agent, workdir) = parse_script_fields(j)?;
+    let prompt = match opt_str(j, "prompt")?.or(opt_str(j, "description")?) {
+        Some(p) => p,
+        None if no_agent => String::new(),
+        None => return Err("`prompt` (or `description`) is required".into()),
+    };
     let mut skills = string_list(j.get("skills").unwrap_or(&Value::Null), "skills")?;
     skills.extend(string_list(j.get("skill").unwrap_or(&Value::Null), "skill")?);
     // `skills` and the legacy `skill` naming the same skill inject it once.
@@ -337,6 +339,9 @@ pub fn parse_job(j: &Value, now: DateTime<Utc>, tz: Tz) -> Result<JobSpec, Strin
             None => Overlap::default(),
         },
         spread: parse_spread(j.get("spread").unwrap_or(&Value::Null))?,
+        script,
+        no_agent,
+        workdir,
     })
 }
 
@@ -351,6 +356,27 @@ fn parse_spread(v: &Value) -> Result<Option<u32>, String> {
     };
     let secs = secs.ok_or_else(|| format!("`spread` must be a number of seconds, got {v}"))?;
     schedule::spread::check(secs).map(Some).map_err(|e| format!("`spread` {e}"))
+}
+
+/// `script`, `no_agent` and `workdir` (Hermes' names and types): a `no_agent` job needs a
+/// script, and `workdir` is an absolute path.
+fn parse_script_fields(j: &Value) -> Result<(Option<String>, bool, Option<String>), String> {
+    let script = opt_str(j, "script")?;
+    let no_agent = match j.get("no_agent") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err("`no_agent` must be true or false".into()),
+    };
+    if no_agent && script.is_none() {
+        return Err(crate::core::script::NO_AGENT_NEEDS_SCRIPT.into());
+    }
+    let workdir = opt_str(j, "workdir")?;
+    if let Some(w) = &workdir
+        && !w.starts_with('/')
+    {
+        return Err(format!("`workdir` must be an absolute path (got {w:?})"));
+    }
+    Ok((script, no_agent, workdir))
 }
 
 impl crate::core::job::Job {
@@ -385,6 +411,9 @@ impl crate::core::job::Job {
             overlap: spec.overlap,
             spread: spec.spread,
             spread_offset: 0,
+            script: spec.script.clone(),
+            no_agent: spec.no_agent,
+            workdir: spec.workdir.clone(),
         };
         job.next_run_at = Self::first_run(&job.schedule, now, job.tz(tz));
         job

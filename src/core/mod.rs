@@ -22,6 +22,7 @@ pub mod recovery;
 pub mod reset;
 pub mod run;
 pub mod schedule;
+pub mod script;
 pub mod search;
 pub mod session;
 pub mod skill;

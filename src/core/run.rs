@@ -19,12 +19,15 @@ pub enum RunOutcome {
     Missed,
     /// The process running it died or ran past its budget; never re-run.
     Interrupted,
+    /// A script job with nothing to report (empty stdout, or `{"wakeAgent": false}`): no
+    /// model call, nothing delivered.
+    Silent,
     /// Came due while the job's previous run still ran; not run (docs/design.md#overlap).
     Skipped,
 }
 
 impl RunOutcome {
-    /// The stored name (`ok`, `error`, `delivery_failed`, `missed`, `interrupted`, `skipped`).
+    /// The stored name (`ok`, `error`, `delivery_failed`, `missed`, `interrupted`, `silent`, `skipped`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Ok => "ok",
@@ -33,6 +36,7 @@ impl RunOutcome {
             Self::Missed => "missed",
             Self::Interrupted => "interrupted",
             Self::Skipped => "skipped",
+            Self::Silent => "silent",
         }
     }
 
@@ -43,6 +47,7 @@ impl RunOutcome {
             Self::Missed => RunStatus::Missed,
             Self::Skipped => RunStatus::Skipped,
             Self::DeliveryFailed => RunStatus::DeliveryFailed,
+            Self::Silent => RunStatus::Silent,
             Self::Error | Self::Interrupted => RunStatus::Error,
         }
     }

@@ -13,6 +13,7 @@
 //! - `fetch`: [`Fetcher`] and [`Resolve`], the web tools' pinned GETs and name lookups;
 //! - `mcp`: [`McpConnector`] and [`McpSession`], MCP servers' tools;
 //! - `web`: [`WebBackend`], the search vendors of `web_search` and `web_extract`.
+//! - `script`: [`ScriptRunner`], job scripts as child processes.
 
 mod delivery;
 mod fetch;
@@ -20,6 +21,7 @@ mod fire_store;
 mod keys;
 mod llm;
 mod mcp;
+mod script;
 mod store;
 mod stt;
 mod timers;
@@ -31,6 +33,7 @@ pub use fire_store::{FireFinish, FireStore, RunAppend};
 pub use keys::JwksSource;
 pub use llm::{ChatRequest, ChatResponse, Llm, LlmError, TextSink, ToolSpec};
 pub use mcp::{McpCallResult, McpConnector, McpEndpoint, McpError, McpSession, McpTool};
+pub use script::{ScriptError, ScriptOutput, ScriptRunner, ScriptSpec};
 pub use store::{
     Appended, Claim, Counts, InboundId, JobStore, LedgerStore, MAX_SESSION_NOTES, MetaStore, QueueStore, QueuedItem, SearchHit,
     SessionChange, SessionStore, Store, StoreError, TurnRead, TurnStore, note_meta_key,

@@ -215,6 +215,7 @@ pub fn wire_on(home: &Path, cfg: Loaded, owner: Option<String>, base: BaseStore,
         jwks: Arc::new(crate::clients::jwks::HttpJwks::default()),
         stt,
         mcp: Arc::new(crate::clients::mcp::RmcpConnector),
+        scripts: Arc::new(crate::clients::script::ProcessScripts),
     });
     app.count_store_requests(tally);
     Wired { app, channels, shared }

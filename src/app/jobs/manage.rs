@@ -37,6 +37,7 @@ impl App {
     pub(in crate::app) async fn create_job(&self, spec: JobSpec, declared: bool, caller: Option<&Origin>) -> Result<Job, AppError> {
         if !declared {
             self.check_job_delivery(&spec.deliver, caller)?;
+            check_script_fields(&spec)?;
         }
         if spec.past_one_shot {
             return Err(AppError::BadRequest(format!("the one-shot time of `{}` is in the past; {}", spec.id, schedule::ACCEPTED)));
@@ -94,6 +95,7 @@ impl App {
             let mut merged = serde_json::json!({
                 "id": j.id, "name": j.name, "schedule": j.schedule_text, "prompt": j.prompt, "skills": j.skills,
                 "deliver": j.deliver, "enabled": j.enabled, "repeat": j.repeat, "model": j.model, "timezone": j.timezone, "origin": j.origin,
+                "script": j.script, "no_agent": j.no_agent, "workdir": j.workdir,
             });
             merged["overlap"] = serde_json::json!(j.overlap);
             merged["spread"] = serde_json::json!(j.spread);
@@ -108,6 +110,9 @@ impl App {
             let spec = jobfile::parse_job(&merged, now, tz).map_err(AppError::BadRequest)?;
             if spec.deliver != j.deliver {
                 self.check_job_delivery(&spec.deliver, caller)?;
+            }
+            if spec.script != j.script || spec.workdir != j.workdir {
+                check_script_fields(&spec)?;
             }
             apply_spec(j, &spec, now, tz, self.spread())
         })
@@ -302,6 +307,22 @@ impl App {
     }
 }
 
+/// The checks of a script job made through the CLI, REST API or `cronjob` tool (Hermes'
+/// `_validate_cron_script_path`, `_normalize_workdir`): the script is named relative to the
+/// scripts folder and stays inside it; the workdir is an existing directory. jobs.json is the
+/// operator's file and keeps its forms (the run checks the resolved path every time).
+fn check_script_fields(s: &JobSpec) -> Result<(), AppError> {
+    if let Some(script) = &s.script {
+        crate::core::script::check_path(script).map_err(AppError::BadRequest)?;
+    }
+    if let Some(w) = &s.workdir
+        && !std::path::Path::new(w).is_dir()
+    {
+        return Err(AppError::BadRequest(format!("Cron workdir does not exist or is not a directory: {w}")));
+    }
+    Ok(())
+}
+
 /// Lays a validated definition over a stored job, keeping its run state; a changed schedule
 /// (or zone) recomputes the next occurrence; a changed spread moves the pending one
 /// (docs/design.md#spread), with `spread` the configured default.
@@ -323,6 +344,9 @@ fn apply_spec(j: &mut Job, s: &JobSpec, now: chrono::DateTime<chrono::Utc>, tz: 
     j.repeat.times = s.repeat.times;
     j.model = s.model.clone();
     j.timezone = s.timezone.clone();
+    j.script = s.script.clone();
+    j.no_agent = s.no_agent;
+    j.workdir = s.workdir.clone();
     if s.origin.is_some() {
         j.origin = s.origin.clone();
     }

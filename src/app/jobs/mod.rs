@@ -2,11 +2,12 @@
 //! jobs.json sync, the ticker's pass), the one fire path ([`fire`]: claim the occurrence,
 //! advance the job, arm the next timer; [`overlap`] records an occurrence skipped while the
 //! previous run still runs), the run ([`run`]: the run's fresh session and agent
-//! turn, the finishing write), delivery through the ledger ([`deliver`]), the schedule
+//! turn, the finishing write), a job's script before it ([`script`]), delivery through the
+//! ledger ([`deliver`]), the schedule
 //! lines of `cron status` and `/status` ([`status`]) and the verifier of Chronos fire
 //! tokens ([`fire_token`]).
 //!
-//! Calls run one way: `manage` → `fire` → `run` → `deliver`; the types they share live in
+//! Calls run one way: `manage` → `fire` → `run` → `script`, `deliver`; the types they share live in
 //! [`types`]. A run reaches the agent loop through `app::turn`, never the other way round.
 
 pub(in crate::app) mod deliver;
@@ -15,5 +16,6 @@ pub mod fire_token;
 pub(in crate::app) mod manage;
 pub(in crate::app) mod overlap;
 pub(in crate::app) mod run;
+pub(in crate::app) mod script;
 pub(in crate::app) mod status;
 pub(in crate::app) mod types;

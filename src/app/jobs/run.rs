@@ -4,6 +4,7 @@
 //! stored it, the run and the job's finish.
 
 use crate::app::cas::retry_cas;
+use crate::app::jobs::script::ScriptEnd;
 use crate::app::jobs::types::{PREAMBLE, RunStart, Tail, is_silent, run_id, wrap_response};
 use crate::app::turn::agent;
 use crate::app::turn::types::TurnSpec;
@@ -16,24 +17,53 @@ use crate::core::session::{Message, Role};
 use crate::ports::{FireFinish, RunAppend};
 use chrono::{DateTime, Utc};
 
+/// Where a run stands before its model call.
+enum Stage {
+    /// A script said there is nothing to report.
+    Silent,
+    /// The run's answer without a model call (a `no_agent` script's stdout, a failed script).
+    Answer(Result<String, String>),
+    /// The prompt for the model, or why it could not be built.
+    Prompt(Result<Message, String>),
+}
+
 impl App {
     /// The session and prompt of a run of `occ` starting `now`.
     pub(in crate::app) fn run_start(&self, job: &Job, occ: &Occurrence, now: DateTime<Utc>) -> RunStart {
         let stamp = occ.fire_at.with_timezone(&self.inner.cfg.tz).format("%Y%m%d_%H%M%S");
         let session_id = SessionId::named(format!("cron_{}_{stamp}", job.id));
-        RunStart { session_id, prompt: self.job_prompt(job).map(|p| Message::text(Role::User, p, now)), started: now }
+        let scripted = job.script.is_some();
+        let prompt = if job.no_agent { Ok(String::new()) } else { self.job_prompt(job, None) };
+        RunStart { session_id, prompt: prompt.map(|p| Message::text(Role::User, p, now)), started: now, scripted }
     }
 
-    /// Builds the job prompt: skills' SKILL.md in order, then the job prompt.
-    fn job_prompt(&self, job: &Job) -> Result<String, String> {
+    /// Builds the job prompt: skills' SKILL.md in order, then the job prompt (with a script's
+    /// stdout in front of it, in Hermes' words).
+    fn job_prompt(&self, job: &Job, script_output: Option<&str>) -> Result<String, String> {
         let mut parts = Vec::new();
         for s in &job.skills {
             let path = self.inner.home.join("skills").join(s).join("SKILL.md");
             let text = std::fs::read_to_string(&path).map_err(|e| format!("skill `{s}` could not be read from {}: {e}", path.display()))?;
             parts.push(format!("# Skill: {s}\n\n{}", text.trim()));
         }
-        parts.push(job.prompt.clone());
+        parts.push(match script_output {
+            Some(out) => crate::core::script::with_output(out, &job.prompt),
+            None => job.prompt.clone(),
+        });
         Ok(parts.join("\n\n---\n\n"))
+    }
+
+    /// A script job's stage before the model: its script's end as the run uses it.
+    async fn script_stage(&self, job: &Job, script: &str, start: &RunStart) -> Stage {
+        match self.run_script(job, script).await {
+            ScriptEnd::Failed(e) => Stage::Answer(Err(e)),
+            ScriptEnd::Silent(why) => {
+                tracing::info!(job_id = %job.id, why, "silent run: no model call, nothing delivered");
+                Stage::Silent
+            }
+            ScriptEnd::Output(out) if job.no_agent => Stage::Answer(Ok(out)),
+            ScriptEnd::Output(out) => Stage::Prompt(self.job_prompt(job, Some(&out)).map(|p| Message::text(Role::User, p, start.started))),
+        }
     }
 
     pub(in crate::app) async fn record_missed(&self, job: &Job, occ: &Occurrence, trigger: &str) -> (RunRecord, Tail) {
@@ -60,6 +90,7 @@ impl App {
     /// The job's answer: one agent turn over the stored prompt, within the turn budget.
     /// The final answer is held in `tail` for the next write. Errors are one line each.
     async fn job_answer(&self, job: &Job, start: &RunStart, prompt: Message, tail: &mut Tail) -> Result<String, String> {
+        tail.session_used = true;
         let budget = crate::app::budget::turn_budget(std::time::Duration::from_secs(TURN_BUDGET_SECS as u64));
         let spec = TurnSpec {
             session_id: &start.session_id,
@@ -74,13 +105,17 @@ impl App {
             stream: None,
             // The session is new (one per claimed occurrence): it holds just this prompt.
             transcript: Some(vec![prompt]),
+            prompt_unstored: start.scripted,
         };
         match tokio::time::timeout(budget, agent::run(self, spec, || async { false })).await {
             Ok(Ok(out)) => {
                 let model_seconds = (self.inner.clock.now() - start.started).num_milliseconds() as f64 / 1000.0;
                 self.count_job_run(out.input_tokens, out.output_tokens, model_seconds);
                 let after = 1 + out.appended;
-                tail.append = out.held.map(|m| RunAppend { session_id: start.session_id.clone(), after, messages: vec![m] });
+                tail.append = out.held.map(|m| match out.held_prompt {
+                    Some(p) => RunAppend { session_id: start.session_id.clone(), after: 0, messages: vec![p, m] },
+                    None => RunAppend { session_id: start.session_id.clone(), after, messages: vec![m] },
+                });
                 if out.reply.trim().is_empty() { Err("the model returned an empty answer".into()) } else { Ok(out.reply) }
             }
             Ok(Err(e)) => Err(e.to_string()),
@@ -105,10 +140,25 @@ impl App {
             session_id: start.session_id.to_string(),
         };
         let mut tail = Tail::default();
-        let answer = match &start.prompt {
-            Ok(prompt) => self.job_answer(job, &start, prompt.clone(), &mut tail).await,
-            Err(e) => Err(e.clone()),
+        let stage = match &job.script {
+            Some(script) => self.script_stage(job, script, &start).await,
+            None => Stage::Prompt(start.prompt.clone()),
         };
+        let answer = match stage {
+            Stage::Silent => {
+                rec.status = RunOutcome::Silent;
+                rec.session_id.clear();
+                rec.finished_at = Some(self.inner.clock.now());
+                return (rec, tail);
+            }
+            Stage::Answer(a) => a,
+            Stage::Prompt(Ok(prompt)) => self.job_answer(job, &start, prompt, &mut tail).await,
+            Stage::Prompt(Err(e)) => Err(e),
+        };
+        if job.script.is_some() && !tail.session_used {
+            // No turn ran: the run's session was never written.
+            rec.session_id.clear();
+        }
         let text = match answer {
             Ok(a) if is_silent(&a) => {
                 rec.output = a;

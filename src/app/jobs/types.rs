@@ -47,11 +47,18 @@ pub(in crate::app) struct RunStart {
     pub prompt: Result<Message, String>,
     /// When the run started (the claim's time).
     pub started: DateTime<Utc>,
+    /// The job runs a script first: its prompt is known only after the script ran, so the
+    /// claim stores none (the run stores it with the answer).
+    pub scripted: bool,
 }
 
 impl RunStart {
-    /// The prompt as the first message of the fresh session, if there is one.
+    /// The prompt as the first message of the fresh session, if there is one (none for a
+    /// script job: see [`RunStart::scripted`]).
     pub fn append(&self) -> Option<RunAppend> {
+        if self.scripted {
+            return None;
+        }
         let msg = self.prompt.as_ref().ok()?;
         Some(RunAppend { session_id: self.session_id.clone(), after: 0, messages: vec![msg.clone()] })
     }
@@ -64,6 +71,8 @@ pub(in crate::app) struct Tail {
     pub ledger: Vec<(String, String)>,
     /// The answer, until a write stores it.
     pub append: Option<RunAppend>,
+    /// A model turn ran in the run's session (a script job's session exists only then).
+    pub session_used: bool,
 }
 
 #[cfg(test)]

@@ -156,6 +156,7 @@ impl App {
             fence: entry.fence(),
             stream: None,
             transcript: None,
+            prompt_unstored: false,
         };
         let ctx = crate::app::turn::context::compress_now(self, &spec).await?;
         let Some((before, before_tokens)) = ctx.summarized else {

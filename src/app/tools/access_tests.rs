@@ -111,3 +111,33 @@ async fn cronjob_deliver_to_a_non_allowed_user_is_refused() {
     assert!(err && v.to_string().contains("not allowed"), "{v}");
     assert_eq!(app.inner.store.list_jobs().await.unwrap()[0].deliver, ["telegram:222"]);
 }
+
+/// The `cronjob` tool takes Hermes' `script`, `no_agent` and `workdir` arguments; a script path
+/// that leaves `$HERMES_HOME/scripts/` and a `no_agent` job without a script are tool errors
+/// that make nothing.
+#[tokio::test]
+async fn cronjob_makes_script_jobs_and_refuses_paths_outside_the_scripts_folder() {
+    let (app, _) = kit(TWO_USERS);
+    let (ann, sid) = (dm("111"), SessionId::named("s".into()));
+    for (args, needle) in [
+        (json!({"script": "../../.env", "prompt": "p"}), "traversal"),
+        (json!({"script": "/etc/passwd", "prompt": "p"}), "must be relative"),
+        (json!({"no_agent": true}), "no_agent=True requires a script"),
+    ] {
+        let mut job = json!({"action": "create", "name": "s", "schedule": "every 1h"});
+        job.as_object_mut().unwrap().extend(args.as_object().unwrap().clone());
+        let (err, v) = tool(&app, &sid, &ann, "cronjob", job).await;
+        assert!(err && v.to_string().contains(needle), "{needle}: {v}");
+    }
+    assert!(app.inner.store.list_jobs().await.unwrap().is_empty(), "no job made");
+    let job = json!({"action": "create", "name": "watch", "schedule": "every 1h", "script": "disk.sh", "no_agent": true});
+    let (err, v) = tool(&app, &sid, &ann, "cronjob", job).await;
+    assert!(!err, "{v}");
+    assert_eq!((v["created"]["script"].as_str(), v["created"]["no_agent"].as_bool()), (Some("disk.sh"), Some(true)), "{v}");
+    let id = v["created"]["id"].as_str().unwrap().to_string();
+    let (err, v) = tool(&app, &sid, &ann, "cronjob", json!({"action": "update", "job_id": id, "script": ""})).await;
+    assert!(err && v.to_string().contains("requires a script"), "clearing the script of a no_agent job: {v}");
+    let (err, v) =
+        tool(&app, &sid, &ann, "cronjob", json!({"action": "update", "job_id": id, "no_agent": false, "prompt": "Read it."})).await;
+    assert!(!err && v["updated"]["no_agent"] == false, "{v}");
+}

@@ -40,7 +40,10 @@ Results are delivered to this chat unless `deliver` says otherwise (local, origi
                 "prompt": {"type": "string", "description": "what the agent should do at each run"},
                 "skills": {"type": "array", "items": {"type": "string"}},
                 "deliver": {"type": "string"},
-                "repeat": {"description": "forever (default), once, or a number of runs"}
+                "repeat": {"description": "forever (default), once, or a number of runs"},
+                "script": {"type": "string", "description": "Optional path to a script that runs each tick, relative to $HERMES_HOME/scripts/ (.sh/.bash run with bash, anything else with Python). By default its stdout is put into the prompt as context; if its last line is {\"wakeAgent\": false} the run is skipped. With no_agent=true its stdout is delivered verbatim. On update, pass an empty string to clear."},
+                "no_agent": {"type": "boolean", "description": "Skip the model entirely: run `script` on schedule and deliver its stdout verbatim; empty stdout delivers nothing. Requires `script`."},
+                "workdir": {"type": "string", "description": "Optional absolute path the script runs in (default: the scripts folder). On update, pass an empty string to clear."}
             },
             "required": ["action"]
         })
@@ -63,6 +66,7 @@ pub fn job_view(j: &Job) -> Value {
         "skills": j.skills, "deliver": j.deliver, "state": j.state, "enabled": j.enabled, "next_run_at": j.next_run_at,
         "last_run_at": j.last_run_at, "last_status": j.last_status, "last_error": j.last_error, "repeat": j.repeat,
         "overlap": j.overlap, "spread": j.spread,
+        "script": j.script, "no_agent": j.no_agent, "workdir": j.workdir,
     })
 }
 

@@ -262,6 +262,7 @@ async fn the_turn_records_each_call_with_its_duration() {
         fence: None,
         stream: None,
         transcript: None,
+        prompt_unstored: false,
     };
     let out = agent::run(&app, spec, || async { false }).await.unwrap();
     assert_eq!(out.reply, "done");

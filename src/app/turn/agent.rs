@@ -48,6 +48,11 @@ where
     let tools = toolset.specs();
     let mut out = TurnOutput { input_tokens: context.input_tokens, output_tokens: context.output_tokens, ..TurnOutput::default() };
     let mut repeats = crate::app::turn::tool_guard::RepeatGuard::default();
+    // A prompt not stored yet goes in front of the first append (or back with a held answer).
+    let mut unstored: Vec<Message> = match (&spec.transcript, spec.prompt_unstored) {
+        (Some(t), true) => t.first().cloned().into_iter().collect(),
+        _ => Vec::new(),
+    };
     for n in 0..max_iter {
         let req =
             ChatRequest { messages: prompt.clone(), tools: tools.clone(), model: spec.model.clone(), provider: spec.provider.clone() };
@@ -90,10 +95,11 @@ where
                 // A job run's answer is held: the fire stores it with its ledger row or finish.
                 None if spec.kind == TurnKind::Job => {
                     out.held = Some(msg);
+                    out.held_prompt = unstored.pop();
                     Some(None)
                 }
                 None => {
-                    append(app, &spec, std::slice::from_ref(&msg)).await?;
+                    append(app, &spec, &with_unstored(&mut unstored, std::slice::from_ref(&msg))).await?;
                     Some(None)
                 }
             };
@@ -130,7 +136,7 @@ where
             t.duration_ms = Some(result.duration_ms);
             step.push(t);
         }
-        append(app, &spec, &step).await?;
+        append(app, &spec, &with_unstored(&mut unstored, &step)).await?;
         out.appended += step.len() as u64;
         prompt.extend(step);
         if stop().await {
@@ -140,9 +146,16 @@ where
     }
     out.reply = format!("I stopped after {max_iter} tool rounds without reaching a final answer. Please narrow the request.");
     let note = Message::text(Role::Assistant, out.reply.clone(), app.inner.clock.now());
-    append(app, &spec, &[note]).await?;
+    append(app, &spec, &with_unstored(&mut unstored, &[note])).await?;
     out.appended += 1;
     Ok(out)
+}
+
+/// `msgs`, with the prompt not stored yet in front (taken: written once).
+fn with_unstored(unstored: &mut Vec<Message>, msgs: &[Message]) -> Vec<Message> {
+    let mut all = std::mem::take(unstored);
+    all.extend_from_slice(msgs);
+    all
 }
 
 /// Runs `call`, asking `stop` every [`STOP_POLL`] and whenever `signal` fires; `None` when

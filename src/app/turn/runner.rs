@@ -175,6 +175,7 @@ impl App {
             fence: Some(fence.clone()),
             stream: plan,
             transcript: None,
+            prompt_unstored: false,
         };
         let key = &entry.session_key;
         let stop =

@@ -29,6 +29,9 @@ pub struct TurnOutput {
     pub held: Option<Message>,
     /// Messages the turn appended to the transcript.
     pub appended: u64,
+    /// A job run's prompt that was not stored yet ([`TurnSpec::prompt_unstored`]) and that no
+    /// append wrote: the fire stores it in front of the held answer.
+    pub held_prompt: Option<Message>,
     /// A leased turn's final answer was stored by its settling write (see [`Leased`]).
     pub(in crate::app) settled: Option<Settled>,
 }
@@ -84,6 +87,10 @@ pub struct TurnSpec<'a> {
     /// The whole transcript when the caller knows it (a job run's fresh session holds only
     /// the prompt it just wrote): the context is built without reading the store.
     pub transcript: Option<Vec<Message>>,
+    /// The first message of `transcript` is not stored yet (a script job's prompt, known only
+    /// once its script ran after the claim): the turn's first append writes it in front, and
+    /// a job's held answer hands it back ([`TurnOutput::held_prompt`]).
+    pub prompt_unstored: bool,
 }
 
 /// How often a running model call reads the store to see whether its turn should stop: a

@@ -68,14 +68,24 @@ fn a_bad_job_is_skipped_with_its_reason_and_the_others_load() {
         ),
         (r#"[{"id":"ok","prompt":"p","schedule":"every 1h"},{"id":"x","prompt":"p","schedule":"every 1h","repeat":-1}]"#, 1, "repeat"),
         (
-            r#"[{"id":"ok","prompt":"p","schedule":"every 1h"},{"id":"s","prompt":"p","schedule":"every 1h","script":"backup.sh"}]"#,
+            r#"[{"id":"ok","prompt":"p","schedule":"every 1h"},{"id":"s","prompt":"p","schedule":"every 1h","script":7}]"#,
             1,
-            "`script`",
+            "`script` must be a string",
         ),
         (
             r#"[{"id":"n","prompt":"p","schedule":"every 1h","no_agent":true},{"id":"ok","prompt":"p","schedule":"every 1h"}]"#,
             0,
-            "no_agent",
+            "no_agent=True requires a script",
+        ),
+        (
+            r#"[{"id":"n","schedule":"every 1h","script":"a.sh","no_agent":"yes"},{"id":"ok","prompt":"p","schedule":"every 1h"}]"#,
+            0,
+            "`no_agent` must be true or false",
+        ),
+        (
+            r#"[{"id":"ok","prompt":"p","schedule":"every 1h"},{"id":"w","prompt":"p","schedule":"every 1h","script":"a.sh","workdir":"rel"}]"#,
+            1,
+            "`workdir` must be an absolute path",
         ),
         (r#"[{"id":"ok","prompt":"p","schedule":"every 1h"}, 7]"#, 1, "JSON object"),
     ];
@@ -136,4 +146,26 @@ proptest! {
         for (k, v) in keys { o.insert(k, serde_json::Value::String(v)); }
         let _ = parse_job(&serde_json::Value::Object(o), now(), Tz::UTC);
     }
+}
+
+#[test]
+fn hermes_script_and_no_agent_jobs_load_with_their_fields() {
+    let text = r#"[
+      {"id":"watch","name":"watchdog","schedule":"every 5m","script":"disk.sh","no_agent":true,"prompt":"","workdir":null},
+      {"id":"feed","prompt":"Summarize.","schedule":"0 8 * * *","script":"feed.py","no_agent":false,"workdir":"/srv/repo"}
+    ]"#;
+    let f = parse_file(text, "jobs.json", now(), Tz::UTC).unwrap();
+    assert!(f.skipped.is_empty(), "{:?}", f.skipped);
+    let (w, d) = (&f.jobs[0], &f.jobs[1]);
+    assert_eq!((w.script.as_deref(), w.no_agent, w.workdir.as_deref(), w.prompt.as_str()), (Some("disk.sh"), true, None, ""));
+    assert_eq!((d.script.as_deref(), d.no_agent, d.workdir.as_deref()), (Some("feed.py"), false, Some("/srv/repo")));
+    assert!(w.extra.is_empty() && d.extra.is_empty(), "known fields are not kept as unknown ones");
+    let job = crate::core::job::Job::from_spec(d, true, now(), Tz::UTC);
+    let back = serde_json::to_value(&job).unwrap();
+    assert_eq!((back["script"].as_str(), back["no_agent"].as_bool(), back["workdir"].as_str()), (Some("feed.py"), None, Some("/srv/repo")));
+    let again: crate::core::job::Job = serde_json::from_value(back).unwrap();
+    assert_eq!(again, job, "the stored job round-trips");
+    // A job without a prompt still needs one unless the script is the job.
+    let e = parse_job(&serde_json::json!({"id":"x","schedule":"every 1h","script":"a.sh"}), now(), Tz::UTC).unwrap_err();
+    assert!(e.contains("`prompt`"), "{e}");
 }

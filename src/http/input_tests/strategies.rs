@@ -295,6 +295,7 @@ pub(super) fn method_and_path() -> BoxedStrategy<(&'static str, String)> {
         "/api/sessions/reset",
         "/api/schedules/preview",
         "/api/skills",
+        "/api/scripts",
         "/api/status",
         "/webhooks/telegram",
         "/webhooks/discord",

@@ -1,5 +1,5 @@
 //! The Schedule dashboard (`GET /`, `/ui`): one embedded page (HTML, CSS, vanilla JS; no
-//! build step, no CDN), plus the API additions it needs — schedule preview, skill list,
+//! build step, no CDN), plus the API additions it needs — schedule preview, skill and script lists,
 //! session reset and scheduler status. Knows the app's use cases, never the store's SQL.
 
 use crate::app::Reset;
@@ -41,6 +41,7 @@ pub fn routes() -> Router<Arc<HttpState>> {
         .route("/ui/app.js", get(js))
         .route("/api/schedules/preview", post(preview))
         .route("/api/skills", get(skills))
+        .route("/api/scripts", get(scripts))
         .route("/api/sessions/reset", post(reset_session))
         .route("/api/status", get(status))
         .route("/api/usage", get(usage))
@@ -110,6 +111,11 @@ pub async fn preview(_: ApiKey, State(s): State<Arc<HttpState>>, JsonBody(req): 
     Json(json!({
         "ok": true, "display": sched.display(), "recurring": sched.is_recurring(), "timezone": tz.name(), "next": next,
     }))
+}
+
+/// The job scripts a job may name: the files of `$HERMES_HOME/scripts/`, relative, sorted.
+pub async fn scripts(_: ApiKey, State(s): State<Arc<HttpState>>) -> Json<Value> {
+    Json(json!({ "scripts": s.app.script_files() }))
 }
 
 /// Installed skills: `$HERMES_HOME/skills/<name>/SKILL.md`, sorted by name. `name` is the
@@ -275,6 +281,20 @@ mod tests {
         let req = Request::post("/api/schedules/preview").header("content-type", "application/json");
         let (s, _) = kit.send(req.body(Body::from(r#"{"schedule":"every 2h"}"#)).unwrap()).await;
         assert_eq!(s, StatusCode::UNAUTHORIZED);
+    }
+
+    #[tokio::test]
+    async fn scripts_list_the_files_inside_the_scripts_folder() {
+        let kit = Kit::new("UTC");
+        assert_eq!(kit.get("/api/scripts").await.1, json!({"scripts": []}), "no scripts dir");
+        let dir = kit.home.join("scripts");
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        for f in ["b.sh", "sub/a.py", ".hidden.sh"] {
+            std::fs::write(dir.join(f), "true\n").unwrap();
+        }
+        std::fs::write(kit.home.join("outside.sh"), "true\n").unwrap();
+        std::os::unix::fs::symlink(kit.home.join("outside.sh"), dir.join("escape.sh")).unwrap();
+        assert_eq!(kit.get("/api/scripts").await.1, json!({"scripts": ["b.sh", "sub/a.py"]}));
     }
 
     #[tokio::test]

@@ -6,7 +6,7 @@
   const STORE_KEY = 'hermes-zero.api-key';
   const TABS = ['schedule', 'create', 'sessions', 'memory', 'pairing', 'status'];
   const REJECTED = 'That API key was not accepted';
-  const st = { key: sessionStorage.getItem(STORE_KEY) || '', jobs: [], open: new Set(), runs: {}, editing: null, skills: [], sessions: [], tab: null };
+  const st = { key: sessionStorage.getItem(STORE_KEY) || '', jobs: [], open: new Set(), runs: {}, editing: null, skills: [], scripts: [], sessions: [], tab: null };
 
   // ------------------------------------------------------------------ helpers
 
@@ -125,6 +125,7 @@
     $('server-tz').textContent = status.timezone || 'UTC';
     renderStatus(status);
     loadSkills();
+    loadScripts();
     const want = location.hash.slice(1);
     showTab(TABS.includes(want) ? want : 'schedule');
   }
@@ -306,13 +307,27 @@
 
   // ------------------------------------------------------------------ Create / edit form
 
-  const FIELDS = ['f-name', 'f-schedule', 'f-timezone', 'f-prompt', 'f-skills', 'f-deliver', 'f-repeat', 'form'];
+  const FIELDS = ['f-name', 'f-schedule', 'f-timezone', 'f-prompt', 'f-script', 'f-skills', 'f-deliver', 'f-repeat', 'form'];
 
   function clearErrors() { for (const f of FIELDS) setError(f, ''); }
 
   async function loadSkills() {
     const data = await guard(() => api('GET', 'api/skills'));
     if (data) { st.skills = data.skills || []; renderSkills(st.editing ? st.editing.skills || [] : currentSkills()); }
+  }
+
+  async function loadScripts() {
+    const data = await guard(() => api('GET', 'api/scripts'));
+    if (data) { st.scripts = data.scripts || []; renderScripts(st.editing ? st.editing.script || '' : $('f-script').value); }
+  }
+
+  /** The script picker: the files of $HERMES_HOME/scripts, plus the job's own if it is gone. */
+  function renderScripts(selected) {
+    const names = [...(st.scripts || [])];
+    if (selected && !names.includes(selected)) names.push(selected);
+    $('f-script').replaceChildren(h('option', { value: '' }, 'None'),
+      ...names.map((n) => h('option', { value: n, selected: n === selected }, (st.scripts || []).includes(n) ? n : `${n} (not found)`)));
+    $('f-script').value = selected || '';
   }
 
   function currentSkills() {
@@ -347,6 +362,7 @@
     showDeliverKind();
     showRepeat();
     renderSkills([]);
+    renderScripts('');
   }
 
   function fillForm(j) {
@@ -359,6 +375,8 @@
     $('f-timezone').value = j.timezone || '';
     $('f-prompt').value = j.prompt || '';
     renderSkills(j.skills || []);
+    renderScripts(j.script || '');
+    $('f-no-agent').checked = !!j.no_agent;
     const targets = j.deliver || [];
     const platforms = [...$('f-platform').options].map((o) => o.value);
     if (targets.length === 0) $('f-deliver-kind').value = j.origin ? 'origin' : 'local';
@@ -437,6 +455,7 @@
     const m = msg.toLowerCase();
     if (m.includes('accepted forms') || m.includes('`schedule`')) return 'f-schedule';
     if (m.includes('timezone')) return 'f-timezone';
+    if (m.includes('script') || m.includes('no_agent') || m.includes('workdir')) return 'f-script';
     if (m.includes('prompt')) return 'f-prompt';
     if (m.includes('skill')) return 'f-skills';
     if (m.includes('deliver')) return 'f-deliver';
@@ -450,7 +469,9 @@
     clearTimeout(previewTimer);
     const problems = [];
     if (!$('f-schedule').value.trim()) problems.push(['f-schedule', 'Enter a schedule, for example “every 2h”.']);
-    if (!$('f-prompt').value.trim()) problems.push(['f-prompt', 'Enter the prompt the agent runs.']);
+    const noAgent = $('f-no-agent').checked;
+    if (noAgent && !$('f-script').value) problems.push(['f-script', 'Pick the script whose output is delivered.']);
+    if (!noAgent && !$('f-prompt').value.trim()) problems.push(['f-prompt', 'Enter the prompt the agent runs.']);
     const repeat = repeatValue();
     if (repeat === null) problems.push(['f-repeat', 'Repeat times must be a whole number of at least 1.']);
     if ($('f-deliver-kind').value === 'custom' && !deliverTargets().length) problems.push(['f-deliver', 'Enter at least one target.']);
@@ -467,6 +488,8 @@
       schedule: $('f-schedule').value.trim(),
       prompt: $('f-prompt').value.trim(),
       skills: currentSkills(),
+      script: $('f-script').value || null,
+      no_agent: noAgent,
       deliver: deliverTargets(),
       timezone: $('f-timezone').value.trim() || null,
     };

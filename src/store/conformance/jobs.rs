@@ -78,7 +78,8 @@ pub(crate) async fn runs_ledger_and_once(s: Arc<dyn Store>) {
             trigger: "t".into(),
             started_at: at + chrono::Duration::minutes(i),
             finished_at: None,
-            status: RunOutcome::Ok,
+            // Every outcome a run can end with is stored as it is (a script job's `silent` too).
+            status: if i == 4 { RunOutcome::Silent } else { RunOutcome::Ok },
             output: format!("out {i}"),
             error: None,
             deliveries: vec![],
@@ -88,6 +89,7 @@ pub(crate) async fn runs_ledger_and_once(s: Arc<dyn Store>) {
     }
     let runs = s.list_runs("k", 10).await.unwrap();
     assert_eq!(runs.iter().map(|r| r.run_id.as_str()).collect::<Vec<_>>(), ["r4", "r3", "r2"]);
+    assert_eq!(runs[0].status, RunOutcome::Silent);
     let occ = Occurrence::new("k", at);
     assert!(s.ledger_begin(&occ, "telegram:1", at).await.unwrap());
     assert!(!s.ledger_begin(&occ, "telegram:1", at).await.unwrap());
