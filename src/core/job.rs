@@ -155,6 +155,10 @@ pub struct Job {
     /// Compare-and-set version.
     #[serde(default)]
     pub version: u64,
+    /// Hermes' run options (`context_from`, `enabled_toolsets`, `provider`, `base_url`,
+    /// `attach_to_session`), stored flat under their own names.
+    #[serde(default, flatten)]
+    pub options: crate::core::job_options::JobOptions,
 }
 
 impl Job {

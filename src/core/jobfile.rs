@@ -5,6 +5,7 @@
 //! at all is refused.
 
 use crate::core::job::{JobOrigin, Repeat, valid_id};
+use crate::core::job_options::{self, JobOptions};
 use crate::core::schedule::{self, Schedule, ScheduleError};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
@@ -41,6 +42,8 @@ pub struct JobSpec {
     pub origin: Option<JobOrigin>,
     /// Unknown fields.
     pub extra: Map<String, Value>,
+    /// Hermes' run options.
+    pub options: JobOptions,
 }
 
 /// A refused jobs.json.
@@ -310,7 +313,12 @@ pub fn parse_job(j: &Value, now: DateTime<Utc>, tz: Tz) -> Result<JobSpec, Strin
         None | Some(Value::Null) => None,
         Some(v) => Some(serde_json::from_value::<JobOrigin>(v.clone()).map_err(|e| format!("invalid `origin`: {e}"))?),
     };
-    let extra: Map<String, Value> = o.iter().filter(|(k, _)| !KNOWN.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
+    let options = JobOptions::parse(j)?;
+    let extra: Map<String, Value> = o
+        .iter()
+        .filter(|(k, _)| !KNOWN.contains(&k.as_str()) && !job_options::FIELDS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     Ok(JobSpec {
         name: name.unwrap_or_else(|| id.clone()),
         id,
@@ -326,6 +334,7 @@ pub fn parse_job(j: &Value, now: DateTime<Utc>, tz: Tz) -> Result<JobSpec, Strin
         timezone,
         origin,
         extra,
+        options,
     })
 }
 
@@ -358,6 +367,7 @@ impl crate::core::job::Job {
             running: None,
             created_at: now,
             version: 0,
+            options: spec.options.clone(),
         };
         job.next_run_at = Self::first_run(&job.schedule, now, job.tz(tz));
         job

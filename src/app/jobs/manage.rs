@@ -94,6 +94,9 @@ impl App {
                 "id": j.id, "name": j.name, "schedule": j.schedule_text, "prompt": j.prompt, "skills": j.skills,
                 "deliver": j.deliver, "enabled": j.enabled, "repeat": j.repeat, "model": j.model, "timezone": j.timezone, "origin": j.origin,
             });
+            if let Some(m) = merged.as_object_mut() {
+                m.extend(j.options.to_fields());
+            }
             for (k, v) in obj {
                 if k != "id" {
                     merged[k] = v.clone();
@@ -314,6 +317,7 @@ fn apply_spec(j: &mut Job, s: &JobSpec, now: chrono::DateTime<chrono::Utc>, tz: 
     j.repeat.times = s.repeat.times;
     j.model = s.model.clone();
     j.timezone = s.timezone.clone();
+    j.options = s.options.clone();
     if s.origin.is_some() {
         j.origin = s.origin.clone();
     }

@@ -62,6 +62,8 @@ pub fn job_view(j: &Job) -> Value {
         "id": j.id, "name": j.name, "schedule": j.schedule_text, "schedule_display": j.schedule.display(), "prompt": j.prompt,
         "skills": j.skills, "deliver": j.deliver, "state": j.state, "enabled": j.enabled, "next_run_at": j.next_run_at,
         "last_run_at": j.last_run_at, "last_status": j.last_status, "last_error": j.last_error, "repeat": j.repeat,
+        "model": j.model, "context_from": j.options.context_from, "enabled_toolsets": j.options.enabled_toolsets,
+        "provider": j.options.provider, "base_url": j.options.base_url, "attach_to_session": j.options.attach_to_session,
     })
 }
 
