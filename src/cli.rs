@@ -146,6 +146,24 @@ pub struct JobFlags {
     /// forever, once, or a number of runs.
     #[arg(long)]
     pub repeat: Option<String>,
+    /// This job's model id (empty: the configured model).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// This job's model provider, by Hermes' names (empty: the configured one).
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// This job's model base URL (needs `--provider`).
+    #[arg(long = "base-url")]
+    pub base_url: Option<String>,
+    /// Jobs whose newest output goes into the prompt (comma-separated ids; empty: none).
+    #[arg(long = "context-from")]
+    pub context_from: Option<String>,
+    /// Only these toolsets' tools are offered in the job's runs (comma-separated; empty: all).
+    #[arg(long = "enabled-toolsets")]
+    pub enabled_toolsets: Option<String>,
+    /// Also append the delivered text to the target chat's session (true or false).
+    #[arg(long = "attach-to-session")]
+    pub attach_to_session: Option<bool>,
 }
 
 /// `cron` sub-commands.
@@ -198,6 +216,9 @@ pub enum CronCmd {
     Run {
         /// Job id or name.
         id: String,
+        /// A one-time text for this run only (put under `## Run Context`; the job is not changed).
+        #[arg(long)]
+        prompt: Option<String>,
     },
     /// Delete a job.
     Remove {

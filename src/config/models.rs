@@ -380,7 +380,10 @@ fn resolve_fallback(
 
 #[path = "models_own.rs"]
 mod own;
+#[path = "models_route.rs"]
+mod route;
 use own::{CLOUD_HOSTS, auto_own_endpoint, host, host_matches};
+pub use route::resolve_route;
 
 #[cfg(test)]
 #[path = "models_tests.rs"]

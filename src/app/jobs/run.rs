@@ -4,6 +4,7 @@
 //! stored it, the run and the job's finish.
 
 use crate::app::cas::retry_cas;
+use crate::app::jobs::mirror::mirror_enabled;
 use crate::app::jobs::types::{PREAMBLE, RunStart, Tail, is_silent, run_id, wrap_response};
 use crate::app::turn::agent;
 use crate::app::turn::types::TurnSpec;
@@ -17,22 +18,24 @@ use crate::ports::{FireFinish, RunAppend};
 use chrono::{DateTime, Utc};
 
 impl App {
-    /// The session and prompt of a run of `occ` starting `now`.
-    pub(in crate::app) fn run_start(&self, job: &Job, occ: &Occurrence, now: DateTime<Utc>) -> RunStart {
+    /// The session and prompt of a run of `occ` starting `now`; `extra` is a manual run's
+    /// one-time text (`## Run Context`).
+    pub(in crate::app) async fn run_start(&self, job: &Job, occ: &Occurrence, now: DateTime<Utc>, extra: Option<&str>) -> RunStart {
         let stamp = occ.fire_at.with_timezone(&self.inner.cfg.tz).format("%Y%m%d_%H%M%S");
         let session_id = SessionId::named(format!("cron_{}_{stamp}", job.id));
-        RunStart { session_id, prompt: self.job_prompt(job).map(|p| Message::text(Role::User, p, now)), started: now }
+        let body = self.prompt_body(job, extra).await;
+        RunStart { session_id, prompt: self.job_prompt(job, body).map(|p| Message::text(Role::User, p, now)), started: now }
     }
 
-    /// Builds the job prompt: skills' SKILL.md in order, then the job prompt.
-    fn job_prompt(&self, job: &Job) -> Result<String, String> {
+    /// Builds the job prompt: skills' SKILL.md in order, then the prompt's `body`.
+    fn job_prompt(&self, job: &Job, body: String) -> Result<String, String> {
         let mut parts = Vec::new();
         for s in &job.skills {
             let path = self.inner.home.join("skills").join(s).join("SKILL.md");
             let text = std::fs::read_to_string(&path).map_err(|e| format!("skill `{s}` could not be read from {}: {e}", path.display()))?;
             parts.push(format!("# Skill: {s}\n\n{}", text.trim()));
         }
-        parts.push(job.prompt.clone());
+        parts.push(body);
         Ok(parts.join("\n\n---\n\n"))
     }
 
@@ -40,7 +43,7 @@ impl App {
         let now = self.inner.clock.now();
         let text = format!("⏰ Scheduled job '{}' was missed: it was due at {} and did not run.", job.name, occ.fire_at.to_rfc3339());
         let mut tail = Tail::default();
-        let deliveries = self.deliver_job_output(job, occ, &text, &mut tail).await;
+        let deliveries = self.deliver_job_output(job, occ, &text, None, &mut tail).await;
         let run = RunRecord {
             run_id: run_id(occ, now),
             job_id: job.id.clone(),
@@ -67,6 +70,11 @@ impl App {
             kind: TurnKind::Job,
             deadline: Some(tokio::time::Instant::now() + budget),
             model: job.model.clone(),
+            route: job
+                .options
+                .routes_model()
+                .then(|| crate::ports::ModelRoute { provider: job.options.provider.clone(), base_url: job.options.base_url.clone() }),
+            toolsets: job.options.enabled_toolsets.clone(),
             system: self.system_prompt(),
             origin: None,
             fence: None,
@@ -108,6 +116,7 @@ impl App {
             Ok(prompt) => self.job_answer(job, &start, prompt.clone(), &mut tail).await,
             Err(e) => Err(e.clone()),
         };
+        let mut mirror = None;
         let text = match answer {
             Ok(a) if is_silent(&a) => {
                 rec.output = a;
@@ -115,6 +124,9 @@ impl App {
             }
             Ok(a) => {
                 rec.output = a.clone();
+                if mirror_enabled(job, self.inner.cfg.settings.cron.mirror_delivery) {
+                    mirror = Some(a.clone());
+                }
                 Some(if self.inner.cfg.settings.cron.wrap_response { wrap_response(&job.name, &job.id, &a) } else { a })
             }
             Err(e) => {
@@ -126,7 +138,7 @@ impl App {
             }
         };
         if let Some(text) = text {
-            rec.deliveries = self.deliver_job_output(job, occ, &text, &mut tail).await;
+            rec.deliveries = self.deliver_job_output(job, occ, &text, mirror.as_deref(), &mut tail).await;
             if rec.status == RunOutcome::Ok && rec.deliveries.iter().any(|d| d.status == "failed") {
                 rec.status = RunOutcome::DeliveryFailed;
             }
@@ -203,3 +215,7 @@ impl App {
         Ok(next)
     }
 }
+
+#[cfg(test)]
+#[path = "options_tests.rs"]
+mod options_tests;

@@ -37,7 +37,7 @@ Results are delivered to this chat unless `deliver` says otherwise (local, origi
                 "job_id": {"type": "string", "description": "id or name of an existing job (update/pause/resume/remove/run)"},
                 "name": {"type": "string"},
                 "schedule": {"type": "string"},
-                "prompt": {"type": "string", "description": "what the agent should do at each run"},
+                "prompt": {"type": "string", "description": "what the agent should do at each run (create/update); with run: a one-time text for that run only"},
                 "skills": {"type": "array", "items": {"type": "string"}},
                 "deliver": {"type": "string"},
                 "repeat": {"description": "forever (default), once, or a number of runs"}
@@ -186,7 +186,12 @@ async fn cronjob(app: &App, mut args: Value, origin: Option<&Origin>) -> Result<
         "remove" => Ok(json!({"removed": app.remove_job(&need_id().await?).await.map_err(e)?.id})),
         "run" => {
             let job = app.find_job(&need_id().await?).await.map_err(e)?;
-            match Box::pin(app.run_now(&job.id)).await.map_err(e)? {
+            let once = match args.get("prompt") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(p)) => Some(p.clone()),
+                Some(_) => return Err("`prompt` must be a string".into()),
+            };
+            match Box::pin(app.run_now(&job.id, once.as_deref())).await.map_err(e)? {
                 // The model gets the run's output too: it asked for the run.
                 FireStatus::Ran { run, .. } => Ok(json!({"ran": job.id, "status": run.status, "output": run.output})),
                 other => Ok(json!({"status": format!("{other:?}")})),

@@ -29,7 +29,7 @@ mod tests;
 mod web_fetch;
 
 pub use cronjob::job_view;
-pub use registry::{DuplicateTool, ToolRegistry, ToolResult, Toolset};
+pub use registry::{DuplicateTool, ToolRegistry, ToolResult, Toolset, job_toolsets};
 pub use web_fetch::{Limits as WebFetchLimits, WebFetch};
 
 use crate::app::App;

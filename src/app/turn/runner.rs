@@ -168,6 +168,8 @@ impl App {
             kind: TurnKind::Chat,
             deadline: Some(tokio::time::Instant::now() + budget),
             model: None,
+            route: None,
+            toolsets: Vec::new(),
             system,
             origin: Some(entry.origin.clone()),
             fence: Some(fence.clone()),

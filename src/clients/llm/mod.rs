@@ -1,6 +1,6 @@
 //! Model adapters: `openai` (any OpenAI-compatible chat-completions endpoint), `anthropic`
 //! (native Messages API), `offline`, the one-line answer of OAuth-only providers, and the
-//! fallback chain over them. Which adapter serves which provider name is
+//! fallback chain over them, and the per-job routes (`route`). Which adapter serves which provider name is
 //! `config::models::PROVIDERS`.
 
 pub mod anthropic;
@@ -10,6 +10,7 @@ pub mod offline;
 pub mod openai;
 pub mod openai_stream;
 pub mod retry;
+pub mod route;
 pub mod sse;
 
 use crate::config::Loaded;
@@ -28,6 +29,12 @@ pub fn from_config(cfg: &Loaded) -> Arc<dyn Llm> {
     }
     let chain = std::iter::once(primary).chain(cfg.model.fallbacks.iter().map(|e| endpoint_llm(e, cfg))).collect();
     Arc::new(fallback::FallbackLlm::new(chain))
+}
+
+/// [`from_config`], answering a request that carries a job's own provider / base URL from
+/// that endpoint instead ([`route::RoutingLlm`]).
+pub fn routed(cfg: &Arc<Loaded>) -> Arc<dyn Llm> {
+    Arc::new(route::RoutingLlm::new(from_config(cfg), cfg.clone()))
 }
 
 /// The adapter for one endpoint.
