@@ -1,4 +1,4 @@
-//! A job's own model endpoint (docs/jobs.md#provider): Hermes' per-job `provider` /
+//! A job's own model endpoint (docs/jobs.md#per-job-model): Hermes' per-job `provider` /
 //! `base_url` / `model`, resolved as `model.*` is — the provider's default URL, its URL
 //! variable and its key variables — with Hermes 0.19.0's credential guard
 //! (`_validate_cron_base_url`): a `base_url` needs an explicit provider, and a named

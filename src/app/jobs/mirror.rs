@@ -1,4 +1,4 @@
-//! The delivery mirror (docs/jobs.md#attach_to_session), as Hermes 0.19.0's scheduler does
+//! The delivery mirror (docs/jobs.md#mirroring-the-delivery-into-the-chat), as Hermes 0.19.0's scheduler does
 //! it (`_cron_mirror_delivery_enabled`, `_maybe_mirror_cron_delivery`): when a job's
 //! `attach_to_session` (else `cron.mirror_delivery`) is on, its output delivered to the chat
 //! it was made in is also appended to that chat's session, as a user-role message

@@ -40,7 +40,13 @@ Results are delivered to this chat unless `deliver` says otherwise (local, origi
                 "prompt": {"type": "string", "description": "what the agent should do at each run (create/update); with run: a one-time text for that run only"},
                 "skills": {"type": "array", "items": {"type": "string"}},
                 "deliver": {"type": "string"},
-                "repeat": {"description": "forever (default), once, or a number of runs"}
+                "repeat": {"description": "forever (default), once, or a number of runs"},
+                "model": {"type": "string", "description": "this job's model id (default: the configured model)"},
+                "provider": {"type": "string", "description": "this job's model provider, by Hermes' names (custom for your own endpoint)"},
+                "base_url": {"type": "string", "description": "this job's model base URL (needs provider)"},
+                "context_from": {"description": "job id or list of job ids whose newest output goes into this job's prompt"},
+                "enabled_toolsets": {"type": "array", "items": {"type": "string"}, "description": "only these toolsets' tools in this job's runs"},
+                "attach_to_session": {"type": "boolean", "description": "also put the delivered text into this chat's conversation"}
             },
             "required": ["action"]
         })

@@ -1,4 +1,4 @@
-//! Per-request model routes (docs/jobs.md#provider): a request carrying a job's own
+//! Per-request model routes (docs/jobs.md#per-job-model): a request carrying a job's own
 //! `provider` / `base_url` ([`ModelRoute`]) is answered by that endpoint (resolved by
 //! `config::models::resolve_route`, built once and kept), followed by the configured
 //! fallbacks; every other request goes to the configured model as before.
