@@ -63,7 +63,7 @@ pub enum Command {
     Cron {
         /// Sub-command.
         #[command(subcommand)]
-        action: CronCmd,
+        action: Box<CronCmd>,
     },
     /// The agent's memory: its notes and the user profile.
     Memory {

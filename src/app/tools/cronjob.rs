@@ -134,6 +134,22 @@ fn hold_to(schedule: &crate::core::schedule::Schedule, min: i64) -> Result<(), S
     }
 }
 
+/// A chat may feed a job only the outputs of jobs it can see (`context_from`): another chat's
+/// job gets the same "no job" as one that does not exist.
+async fn hold_context(app: &App, scope: &Scope<'_>, args: &Value) -> Result<(), String> {
+    if scope.origin.is_none() || scope.admin {
+        return Ok(());
+    }
+    let opts = crate::core::job_options::JobOptions::parse(args)?;
+    for id in &opts.context_from {
+        match app.inner.store.get_job(id).await.map_err(|e| e.to_string())? {
+            Some(j) if scope.covers(&j) => {}
+            _ => return Err(format!("`context_from`: {}", no_job(id))),
+        }
+    }
+    Ok(())
+}
+
 async fn cronjob(app: &App, mut args: Value, origin: Option<&Origin>) -> Result<Value, String> {
     let action = args["action"].as_str().unwrap_or_default().to_string();
     let id = args["job_id"].as_str().map(str::to_string);
@@ -168,6 +184,7 @@ async fn cronjob(app: &App, mut args: Value, origin: Option<&Origin>) -> Result<
             }
             let spec = jobfile::parse_job(&args, app.inner.clock.now(), app.inner.cfg.tz)?;
             hold_to(&spec.schedule, min_gap(app, &scope))?;
+            hold_context(app, &scope, &args).await?;
             let job = app.create_job(spec, false, origin).await.map_err(e)?;
             Ok(json!({"created": job_view(&job)}))
         }
@@ -181,6 +198,7 @@ async fn cronjob(app: &App, mut args: Value, origin: Option<&Origin>) -> Result<
                 // A job's chat is where it was made: a chat cannot move one in or out.
                 o.retain(|k, _| !matches!(k.as_str(), "action" | "job_id" | "origin"));
             }
+            hold_context(app, &scope, &patch).await?;
             if let Some(s) = patch.get("schedule") {
                 let parsed = crate::core::schedule::parse_value(s, app.inner.clock.now(), app.inner.cfg.tz).map_err(|e| e.to_string())?;
                 hold_to(&parsed, min_gap(app, &scope))?;

@@ -10,11 +10,14 @@ use async_trait::async_trait;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+/// The endpoints built so far, by route and model.
+type Built = HashMap<(ModelRoute, Option<String>), Arc<dyn Llm>>;
+
 /// The configured model, plus the endpoints jobs name, built on first use.
 pub struct RoutingLlm {
     default: Arc<dyn Llm>,
     cfg: Arc<Loaded>,
-    built: Mutex<HashMap<(ModelRoute, Option<String>), Arc<dyn Llm>>>,
+    built: Mutex<Built>,
 }
 
 impl RoutingLlm {
