@@ -63,7 +63,7 @@ pub enum Command {
     Cron {
         /// Sub-command.
         #[command(subcommand)]
-        action: CronCmd,
+        action: Box<CronCmd>,
     },
     /// The agent's memory: its notes and the user profile.
     Memory {
@@ -163,6 +163,24 @@ pub struct JobFlags {
     /// The script's working directory (absolute; "" clears it).
     #[arg(long)]
     pub workdir: Option<String>,
+    /// This job's model id (empty: the configured model).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// This job's model provider, by Hermes' names (empty: the configured one).
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// This job's model base URL (needs `--provider`).
+    #[arg(long = "base-url")]
+    pub base_url: Option<String>,
+    /// Jobs whose newest output goes into the prompt (comma-separated ids; empty: none).
+    #[arg(long = "context-from")]
+    pub context_from: Option<String>,
+    /// Only these toolsets' tools are offered in the job's runs (comma-separated; empty: all).
+    #[arg(long = "enabled-toolsets")]
+    pub enabled_toolsets: Option<String>,
+    /// Also append the delivered text to the target chat's session (true or false).
+    #[arg(long = "attach-to-session")]
+    pub attach_to_session: Option<bool>,
 }
 
 /// `cron` sub-commands.
@@ -215,6 +233,9 @@ pub enum CronCmd {
     Run {
         /// Job id or name.
         id: String,
+        /// A one-time text for this run only (put under `## Run Context`; the job is not changed).
+        #[arg(long)]
+        prompt: Option<String>,
     },
     /// Delete a job.
     Remove {

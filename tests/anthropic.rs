@@ -43,7 +43,7 @@ fn request(text: &str) -> ChatRequest {
         messages: vec![Message::text(Role::System, "You are terse.", now), Message::text(Role::User, text, now)],
         tools: vec![tool],
         model: None,
-        provider: None,
+        route: None,
     }
 }
 

@@ -72,7 +72,9 @@ fn hermes_home() -> TempHome {
         &json!({"jobs": [
             {"id": "a1b2c3", "name": "Morning brief", "prompt": "Summarise the news", "skills": ["news"], "skill": "news",
              "schedule": {"kind": "cron", "expr": "0 8 * * *", "display": "0 8 * * *"}, "schedule_display": "0 8 * * *",
-             "repeat": {"times": null, "completed": 3}, "enabled": true, "deliver": "local", "next_run_at": "2026-01-04T08:00:00+00:00"},
+             "repeat": {"times": null, "completed": 3}, "enabled": true, "deliver": "local", "next_run_at": "2026-01-04T08:00:00+00:00",
+             "model": "m2", "provider": "custom", "base_url": "http://127.0.0.1:1/v1", "context_from": ["d4e5f6"],
+             "enabled_toolsets": ["web"], "attach_to_session": true},
             {"id": "d4e5f6", "name": "Stretch", "prompt": "Time to stand up", "schedule": {"kind": "interval", "minutes": 120, "display": "every 120m"},
              "deliver": "local", "enabled": true}
         ], "updated_at": "2026-01-03T08:00:05+00:00"})
@@ -183,7 +185,11 @@ fn imports_once(home: &std::path::Path, src: &std::path::Path, envs: &[(&str, &s
     // Jobs synced: the skill bound once.
     let jobs: Vec<Value> = serde_json::from_str(&stdout(&run(&["cron", "list", "--all", "--json"]))).unwrap();
     assert_eq!(jobs.len(), 2, "{jobs:?}");
-    assert_eq!(jobs.iter().find(|j| j["id"] == "a1b2c3").unwrap()["skills"], json!(["news"]));
+    let brief = jobs.iter().find(|j| j["id"] == "a1b2c3").unwrap();
+    assert_eq!(brief["skills"], json!(["news"]));
+    // Hermes' run options survive the import (docs/jobs.md#run-options).
+    let opts = ["model", "provider", "base_url", "context_from", "enabled_toolsets", "attach_to_session"].map(|k| brief[k].clone());
+    assert_eq!(opts, [json!("m2"), json!("custom"), json!("http://127.0.0.1:1/v1"), json!(["d4e5f6"]), json!(["web"]), json!(true)]);
     // A second run adds nothing.
     let o = run(&["import", src.to_str().unwrap(), "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));

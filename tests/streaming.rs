@@ -202,8 +202,7 @@ async fn the_anthropic_stream_reaches_the_sink_through_the_port_after_a_retry() 
     let llm: Arc<dyn Llm> = Arc::new(AnthropicLlm::new(&ep, Duration::from_secs(10), 3, "5m"));
     fake.push(AReply::Status(529, Some(0)));
     fake.push(AReply::Text("Streamed through the port".into()));
-    let req =
-        ChatRequest { messages: vec![Message::text(Role::User, "hi", chrono::Utc::now())], tools: vec![], model: None, provider: None };
+    let req = ChatRequest { messages: vec![Message::text(Role::User, "hi", chrono::Utc::now())], tools: vec![], model: None, route: None };
     let mut pieces = Vec::new();
     let r = llm.complete_streamed(&req, &mut |t: &str| pieces.push(t.to_string())).await.unwrap();
     assert_eq!(r.content, "Streamed through the port");

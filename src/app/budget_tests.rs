@@ -120,6 +120,24 @@ async fn a_local_only_fire_stays_within_the_fire_budget() {
     assert_eq!(transcript.len(), 2, "prompt and answer stored by the claim and the finish");
 }
 
+/// A job with `context_from` pays one read per named job (its newest runs), and only it:
+/// the same fire otherwise stays at [`FIRE_BUDGET`] (docs/design.md#store-cost).
+#[tokio::test]
+async fn context_from_costs_one_read_per_named_job_and_nothing_else() {
+    let counting = Arc::new(CountingStore::new(Arc::new(crate::store::sqlite::SqliteStore::in_memory().unwrap())));
+    let now = Utc::now();
+    let (app, _clock) = app(counting.clone(), now);
+    let spec = json!({"id": "j3", "schedule": "every 1h", "prompt": "p", "deliver": "telegram:c1", "context_from": ["a", "b"]});
+    let s = crate::core::jobfile::parse_job(&spec, now, chrono_tz::UTC).unwrap();
+    counting.put_job(&Job { next_run_at: Some(now), ..Job::from_spec(&s, false, now, chrono_tz::UTC) }).await.unwrap();
+    counting.take();
+    let fired = app.fire("j3", None, "test").await.unwrap();
+    assert_eq!(fired.to_json()["run_status"], "ok", "{}", fired.to_json());
+    let c = counting.take();
+    assert_eq!(c.get("list_runs").copied(), Some(2), "one read per named job: {}", breakdown(&c));
+    assert_within("fire with context_from [a, b] (sqlite)", &c, FIRE_BUDGET + 2);
+}
+
 /// A NAS fake (Chronos' agent-cron API) that counts its calls by route.
 #[derive(Clone, Default)]
 struct Nas(Arc<std::sync::Mutex<Vec<String>>>);

@@ -75,3 +75,9 @@ impl App {
         ModelChoice { provider: Some(p.provider.to_string()), model: p.model.clone() }
     }
 }
+
+/// The model route of a session's `/model` choice: its provider, when it names one (the
+/// router resolves it as `model.*` is; docs/sessions.md#commands).
+pub(in crate::app) fn route_of(choice: Option<crate::core::session::ModelChoice>) -> Option<crate::ports::ModelRoute> {
+    choice.and_then(|c| c.provider).map(|p| crate::ports::ModelRoute { provider: Some(p), base_url: None })
+}

@@ -26,7 +26,7 @@ pub async fn dispatch(cmd: Command, home: PathBuf, cfg: Loaded) -> anyhow::Resul
         Command::Chat => chat(runtime::wire(&home, cfg).await?.app).await,
         Command::Mcp { action } => super::mcp::run(runtime::build_app(&home, cfg).await?, action).await,
         Command::Sessions { action } => sessions(runtime::build_app(&home, cfg).await?, action).await,
-        Command::Cron { action } => super::cron::run(runtime::build_app(&home, cfg).await?, action).await,
+        Command::Cron { action } => super::cron::run(runtime::build_app(&home, cfg).await?, *action).await,
         Command::Memory { action } => super::memory::run(runtime::build_app(&home, cfg).await?, action).await,
         Command::Pairing { action } => super::pairing::run(&home, cfg, action).await,
         Command::ChronosDev { listen, duplicates, audience, fire_early_secs } => {

@@ -36,6 +36,20 @@ fn flags_json(v: &mut Value, f: &JobFlags) {
     if let Some(w) = &f.workdir {
         v["workdir"] = json!(w);
     }
+    // An empty value clears the field (`--provider ""`).
+    for (key, val) in [("model", &f.model), ("provider", &f.provider), ("base_url", &f.base_url)] {
+        if let Some(x) = val {
+            v[key] = json!(x);
+        }
+    }
+    for (key, val) in [("context_from", &f.context_from), ("enabled_toolsets", &f.enabled_toolsets)] {
+        if let Some(x) = val {
+            v[key] = json!(x.split(',').map(str::trim).filter(|s| !s.is_empty()).collect::<Vec<_>>());
+        }
+    }
+    if let Some(b) = f.attach_to_session {
+        v["attach_to_session"] = json!(b);
+    }
 }
 
 fn fmt_time(app: &App, t: Option<chrono::DateTime<chrono::Utc>>) -> String {
@@ -111,8 +125,8 @@ async fn exec(app: &App, cmd: CronCmd) -> Result<(), AppError> {
             println!("resumed {}, next run {}", j.id, fmt_time(app, j.next_run_at));
         }
         CronCmd::Remove { id } => println!("removed {}", app.jobs().remove(&id).await?.id),
-        CronCmd::Run { id } => {
-            run_now(app, &id).await?;
+        CronCmd::Run { id, prompt } => {
+            run_now(app, &id, prompt.as_deref()).await?;
             app.flush_usage(true).await;
         }
         CronCmd::Runs { id, json } => runs(app, &id, json).await?,
@@ -166,10 +180,11 @@ async fn list(app: &App, all: bool, json: bool) -> Result<(), AppError> {
     Ok(())
 }
 
-/// `cron run <id>`: fires the job now through the normal claim and prints the run.
-async fn run_now(app: &App, id: &str) -> Result<(), AppError> {
+/// `cron run <id> [--prompt TEXT]`: fires the job now through the normal claim (with a
+/// one-time text for this run) and prints the run.
+async fn run_now(app: &App, id: &str, prompt: Option<&str>) -> Result<(), AppError> {
     let j = app.jobs().find(id).await?;
-    match app.jobs().run_now(&j.id).await? {
+    match app.jobs().run_with(&j.id, prompt).await? {
         FireStatus::Ran { run, .. } => {
             println!("run {}: {}", run.run_id, run.status);
             if !run.output.is_empty() {

@@ -316,7 +316,6 @@ pub const HERMES_SUBKEYS: &[&str] = &[
     "model.api_mode",
     "model.key_cmd",
     "cron.catch_up_missed",
-    "cron.mirror_delivery",
     "cron.max_parallel_jobs",
     "cron.session_db_timeout_seconds",
 ];

@@ -380,9 +380,12 @@ fn resolve_fallback(
 
 #[path = "models_own.rs"]
 mod own;
+#[path = "models_route.rs"]
+mod route;
 #[path = "models_switch.rs"]
 mod switch;
 use own::{CLOUD_HOSTS, auto_own_endpoint, host, host_matches};
+pub use route::resolve_route;
 pub use switch::resolve_choice;
 
 #[cfg(test)]

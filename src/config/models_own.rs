@@ -18,7 +18,7 @@ pub(super) fn host(url: &str) -> &str {
 pub(super) const CLOUD_HOSTS: &[&str] = &["openrouter.ai", "anthropic.com", "openai.com"];
 
 /// The URL's host name, lower case, without port or user info.
-fn host_name(url: &str) -> String {
+pub(super) fn host_name(url: &str) -> String {
     let h = host(url.trim());
     let h = h.rsplit_once('@').map_or(h, |(_, h)| h);
     let h =

@@ -357,6 +357,9 @@ pub struct CronSettings {
     pub tick_interval_seconds: u64,
     /// Put a header on delivered job output.
     pub wrap_response: bool,
+    /// Also append a job's delivered text to its chat's session (Hermes' default for jobs
+    /// without `attach_to_session`; off by default).
+    pub mirror_delivery: bool,
     /// Outputs kept per job.
     pub output_retention: usize,
     /// Users (platform user ids, or `platform:user_id`) whose `cronjob` tool sees every job,
@@ -385,6 +388,7 @@ impl Default for CronSettings {
             jobs_file: "cron/jobs.json".into(),
             tick_interval_seconds: 60,
             wrap_response: true,
+            mirror_delivery: false,
             output_retention: 50,
             admin_users: Vec::new(),
             min_interval_seconds: 60,

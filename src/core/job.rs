@@ -212,6 +212,10 @@ pub struct Job {
     /// The script's working directory (absolute; default the scripts folder).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workdir: Option<String>,
+    /// Hermes' run options (`context_from`, `enabled_toolsets`, `provider`, `base_url`,
+    /// `attach_to_session`), stored flat under their own names.
+    #[serde(default, flatten)]
+    pub options: crate::core::job_options::JobOptions,
 }
 
 impl Job {

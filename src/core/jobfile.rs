@@ -5,6 +5,7 @@
 //! at all is refused.
 
 use crate::core::job::{JobOrigin, Overlap, Repeat, valid_id};
+use crate::core::job_options::{self, JobOptions};
 use crate::core::schedule::{self, Schedule, ScheduleError};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
@@ -51,6 +52,8 @@ pub struct JobSpec {
     pub no_agent: bool,
     /// The script's working directory (absolute).
     pub workdir: Option<String>,
+    /// Hermes' run options.
+    pub options: JobOptions,
 }
 
 /// A refused jobs.json.
@@ -318,7 +321,12 @@ pub fn parse_job(j: &Value, now: DateTime<Utc>, tz: Tz) -> Result<JobSpec, Strin
         None | Some(Value::Null) => None,
         Some(v) => Some(serde_json::from_value::<JobOrigin>(v.clone()).map_err(|e| format!("invalid `origin`: {e}"))?),
     };
-    let extra: Map<String, Value> = o.iter().filter(|(k, _)| !KNOWN.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
+    let options = JobOptions::parse(j)?;
+    let extra: Map<String, Value> = o
+        .iter()
+        .filter(|(k, _)| !KNOWN.contains(&k.as_str()) && !job_options::FIELDS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     Ok(JobSpec {
         name: name.unwrap_or_else(|| id.clone()),
         id,
@@ -342,6 +350,7 @@ pub fn parse_job(j: &Value, now: DateTime<Utc>, tz: Tz) -> Result<JobSpec, Strin
         script,
         no_agent,
         workdir,
+        options,
     })
 }
 
@@ -414,6 +423,7 @@ impl crate::core::job::Job {
             script: spec.script.clone(),
             no_agent: spec.no_agent,
             workdir: spec.workdir.clone(),
+            options: spec.options.clone(),
         };
         job.next_run_at = Self::first_run(&job.schedule, now, job.tz(tz));
         job

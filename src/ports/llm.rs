@@ -25,9 +25,19 @@ pub struct ChatRequest {
     pub tools: Vec<ToolSpec>,
     /// Model override (a job's `model`, a session's `/model`).
     pub model: Option<String>,
-    /// Provider override (a session's `/model provider:model`; Hermes' names): `None` or
-    /// the configured provider's name keep the configured endpoint and fallback chain.
+    /// A job's own provider and base URL (`None`: the configured model and its fallbacks).
+    pub route: Option<ModelRoute>,
+}
+
+/// A job's own model endpoint (Hermes' per-job `provider` / `base_url`): the adapter resolves
+/// it as `model.*` is (the provider's default URL and key variables), the job's `model`
+/// naming the model id.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct ModelRoute {
+    /// Hermes' provider name (`None`: the configured provider).
     pub provider: Option<String>,
+    /// Base URL override.
+    pub base_url: Option<String>,
 }
 
 /// One model answer.
@@ -74,6 +84,9 @@ pub enum LlmError {
     /// The body was not a chat completion.
     #[error("model answer not understood: {0}")]
     BadResponse(String),
+    /// A job's own model (`provider` / `base_url`) cannot be used.
+    #[error("the job's model: {0}")]
+    Route(String),
 }
 
 /// A chat-completions model.

@@ -31,7 +31,7 @@ pub use delivery::{Delivery, DeliveryError, StreamTarget, Target};
 pub use fetch::{FetchBody, FetchError, FetchResponse, Fetcher, Pin, Resolve};
 pub use fire_store::{FireFinish, FireStore, RunAppend};
 pub use keys::JwksSource;
-pub use llm::{ChatRequest, ChatResponse, Llm, LlmError, TextSink, ToolSpec};
+pub use llm::{ChatRequest, ChatResponse, Llm, LlmError, ModelRoute, TextSink, ToolSpec};
 pub use mcp::{McpCallResult, McpConnector, McpEndpoint, McpError, McpSession, McpTool};
 pub use script::{ScriptError, ScriptOutput, ScriptRunner, ScriptSpec};
 pub use store::{

@@ -196,14 +196,15 @@ pub fn wire_on(home: &Path, cfg: Loaded, owner: Option<String>, base: BaseStore,
     let counting = Arc::new(crate::store::counting::CountingStore::new(store));
     let tally = counting.tally();
     let store: Arc<dyn crate::ports::Store> = counting;
-    let llm = crate::clients::llm::from_config(&cfg);
     let channels = Arc::new(Channels::from_config(&cfg));
     let clock = clock(&cfg);
     let timers = timers(&cfg, &clock, routed);
     let stt = crate::clients::stt::from_config(&cfg);
+    let cfg = Arc::new(cfg);
+    let llm = crate::clients::llm::routed(&cfg);
     let tools = Arc::new(crate::app::tools::builtin(&tool_ports_for(&cfg)));
     let app = App::new(Parts {
-        cfg: Arc::new(cfg),
+        cfg,
         home: home.to_path_buf(),
         store,
         llm,

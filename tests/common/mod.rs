@@ -73,6 +73,8 @@ pub enum Reply {
 #[derive(Default)]
 pub struct LlmInner {
     pub requests: Vec<Value>,
+    /// The `Authorization` header of each request (None: none sent).
+    pub auth: Vec<Option<String>>,
     pub script: VecDeque<Reply>,
     pub delay_ms: u64,
     pub spans: Vec<(Instant, Instant)>,
@@ -105,13 +107,18 @@ impl FakeLlm {
     pub fn calls(&self) -> usize {
         self.inner.lock().unwrap().requests.len()
     }
+    /// The `Authorization` header of each request, in order.
+    pub fn auth(&self) -> Vec<Option<String>> {
+        self.inner.lock().unwrap().auth.clone()
+    }
 }
 
-async fn llm_handler(State(inner): State<Arc<Mutex<LlmInner>>>, Json(body): Json<Value>) -> Response {
+async fn llm_handler(State(inner): State<Arc<Mutex<LlmInner>>>, headers: axum::http::HeaderMap, Json(body): Json<Value>) -> Response {
     let start = Instant::now();
     let (reply, delay) = {
         let mut g = inner.lock().unwrap();
         g.requests.push(body.clone());
+        g.auth.push(headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_string));
         (g.script.pop_front(), g.delay_ms)
     };
     if delay > 0 {

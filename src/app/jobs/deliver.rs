@@ -91,8 +91,16 @@ impl App {
     /// port's retries. Returns one result per target. The first target's ledger row is
     /// written together with the run's held answer (`tail.append`, stored before anything is
     /// sent); each target's final status is left in `tail.ledger` for the run's finishing
-    /// write (docs/design.md#store-cost).
-    pub(in crate::app) async fn deliver_job_output(&self, job: &Job, occ: &Occurrence, text: &str, tail: &mut Tail) -> Vec<DeliveryResult> {
+    /// write (docs/design.md#store-cost). `mirror` is the unwrapped output to append to the
+    /// job's own chat's session once sent there (`attach_to_session`, `jobs::mirror`).
+    pub(in crate::app) async fn deliver_job_output(
+        &self,
+        job: &Job,
+        occ: &Occurrence,
+        text: &str,
+        mirror: Option<&str>,
+        tail: &mut Tail,
+    ) -> Vec<DeliveryResult> {
         let mut results = Vec::new();
         for (label, r) in self.resolve_targets(job).await {
             let res = |status: &str, error: Option<String>| DeliveryResult { target: label.clone(), status: status.into(), error };
@@ -127,7 +135,12 @@ impl App {
             crate::app::crash::crash_point("delivery:sent");
             tail.ledger.push((key, if sent.is_ok() { "sent" } else { "failed" }.to_string()));
             match sent {
-                Ok(()) => results.push(res("sent", None)),
+                Ok(()) => {
+                    if let Some(m) = mirror {
+                        self.mirror_delivery(job, &target, m).await;
+                    }
+                    results.push(res("sent", None));
+                }
                 Err(e) => {
                     tracing::error!(job_id = %job.id, target = %label, error = %e, "job delivery failed");
                     results.push(res("failed", Some(e)));

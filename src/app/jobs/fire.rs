@@ -110,7 +110,10 @@ impl App {
             return again();
         }
         let adv = job.advance(&decision, occ.fire_at, &self.inner.live.owner, now);
-        let start = matches!(decision, Decision::Run { .. }).then(|| self.run_start(&job, &occ, now));
+        let start = match &decision {
+            Decision::Run { .. } => Some(self.run_start(&job, &occ, now, None).await),
+            _ => None,
+        };
         crate::app::crash::crash_point("fire:due");
         match self.inner.store.fire_claim(&occ, &adv, now, start.as_ref().and_then(RunStart::append).as_ref()).await? {
             Claim::Claimed(j) => Ok(Step::Claimed(Box::new(Claimed { job: *j, occ, start }))),
@@ -139,8 +142,9 @@ impl App {
 
     /// Runs a job now (manual `run`): its own occurrence at the current second, through the
     /// same claim; the schedule is not advanced. A second manual run within the same second
-    /// takes the next free second (each manual run is its own occurrence).
-    pub(in crate::app) async fn run_now(&self, job_id: &str) -> Result<FireStatus, AppError> {
+    /// takes the next free second (each manual run is its own occurrence). `prompt` is a
+    /// one-time text for this run only (`## Run Context`), never stored on the job.
+    pub(in crate::app) async fn run_now(&self, job_id: &str, prompt: Option<&str>) -> Result<FireStatus, AppError> {
         let _running = self.inner.fires.enter();
         let bump = std::sync::atomic::AtomicI64::new(0);
         let claimed = retry_cas(|| async {
@@ -154,7 +158,7 @@ impl App {
             let occ = Occurrence::manual(&job.id, now + Duration::seconds(bump.load(std::sync::atomic::Ordering::Relaxed)));
             let mut adv = job.clone();
             adv.last_run_at = Some(now);
-            let start = self.run_start(&job, &occ, now);
+            let start = self.run_start(&job, &occ, now, prompt).await;
             match self.inner.store.fire_claim(&occ, &adv, now, start.append().as_ref()).await? {
                 Claim::Claimed(j) => Ok(Some((*j, occ, start))),
                 Claim::Duplicate => {

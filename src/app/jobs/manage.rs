@@ -99,6 +99,9 @@ impl App {
             });
             merged["overlap"] = serde_json::json!(j.overlap);
             merged["spread"] = serde_json::json!(j.spread);
+            if let Some(m) = merged.as_object_mut() {
+                m.extend(j.options.to_fields());
+            }
             for (k, v) in obj {
                 if k != "id" {
                     merged[k] = v.clone();
@@ -347,6 +350,7 @@ fn apply_spec(j: &mut Job, s: &JobSpec, now: chrono::DateTime<chrono::Utc>, tz: 
     j.script = s.script.clone();
     j.no_agent = s.no_agent;
     j.workdir = s.workdir.clone();
+    j.options = s.options.clone();
     if s.origin.is_some() {
         j.origin = s.origin.clone();
     }

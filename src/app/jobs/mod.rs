@@ -5,15 +5,18 @@
 //! turn, the finishing write), a job's script before it ([`script`]), delivery through the
 //! ledger ([`deliver`]), the schedule
 //! lines of `cron status` and `/status` ([`status`]) and the verifier of Chronos fire
-//! tokens ([`fire_token`]).
+//! tokens ([`fire_token`]); the prompt body of a run (`context_from` outputs, a manual run's
+//! `## Run Context`) is [`context`], and the delivery mirror into the job's chat ([`mirror`]).
 //!
-//! Calls run one way: `manage` → `fire` → `run` → `script`, `deliver`; the types they share live in
+//! Calls run one way: `manage` → `fire` → `run` → `script`, `deliver` (and `run` → `context`); the types they share live in
 //! [`types`]. A run reaches the agent loop through `app::turn`, never the other way round.
 
+pub(in crate::app) mod context;
 pub(in crate::app) mod deliver;
 pub(in crate::app) mod fire;
 pub mod fire_token;
 pub(in crate::app) mod manage;
+pub(in crate::app) mod mirror;
 pub(in crate::app) mod overlap;
 pub(in crate::app) mod run;
 pub(in crate::app) mod script;

@@ -4,6 +4,7 @@
 //! stored it, the run and the job's finish.
 
 use crate::app::cas::retry_cas;
+use crate::app::jobs::mirror::mirror_enabled;
 use crate::app::jobs::script::ScriptEnd;
 use crate::app::jobs::types::{PREAMBLE, RunStart, Tail, is_silent, run_id, wrap_response};
 use crate::app::turn::agent;
@@ -28,28 +29,29 @@ enum Stage {
 }
 
 impl App {
-    /// The session and prompt of a run of `occ` starting `now`.
-    pub(in crate::app) fn run_start(&self, job: &Job, occ: &Occurrence, now: DateTime<Utc>) -> RunStart {
+    /// The session and prompt of a run of `occ` starting `now`; `extra` is a manual run's
+    /// one-time text (`## Run Context`).
+    pub(in crate::app) async fn run_start(&self, job: &Job, occ: &Occurrence, now: DateTime<Utc>, extra: Option<&str>) -> RunStart {
         let stamp = occ.fire_at.with_timezone(&self.inner.cfg.tz).format("%Y%m%d_%H%M%S");
         let session_id = SessionId::named(format!("cron_{}_{stamp}", job.id));
         let scripted = job.script.is_some();
-        let prompt = if job.no_agent { Ok(String::new()) } else { self.job_prompt(job, None) };
-        RunStart { session_id, prompt: prompt.map(|p| Message::text(Role::User, p, now)), started: now, scripted }
+        // A script job's prompt is built once its script ran (`script_stage`); here only its
+        // skills are checked, with no store read for `context_from`.
+        let body = if scripted { job.prompt.clone() } else { self.prompt_body(job, extra, None).await };
+        let prompt = if job.no_agent { Ok(String::new()) } else { self.job_prompt(job, body) };
+        let extra = extra.map(str::to_string);
+        RunStart { session_id, prompt: prompt.map(|p| Message::text(Role::User, p, now)), started: now, scripted, extra }
     }
 
-    /// Builds the job prompt: skills' SKILL.md in order, then the job prompt (with a script's
-    /// stdout in front of it, in Hermes' words).
-    fn job_prompt(&self, job: &Job, script_output: Option<&str>) -> Result<String, String> {
+    /// Builds the job prompt: skills' SKILL.md in order, then the prompt's `body`.
+    fn job_prompt(&self, job: &Job, body: String) -> Result<String, String> {
         let mut parts = Vec::new();
         for s in &job.skills {
             let path = self.inner.home.join("skills").join(s).join("SKILL.md");
             let text = std::fs::read_to_string(&path).map_err(|e| format!("skill `{s}` could not be read from {}: {e}", path.display()))?;
             parts.push(format!("# Skill: {s}\n\n{}", text.trim()));
         }
-        parts.push(match script_output {
-            Some(out) => crate::core::script::with_output(out, &job.prompt),
-            None => job.prompt.clone(),
-        });
+        parts.push(body);
         Ok(parts.join("\n\n---\n\n"))
     }
 
@@ -62,7 +64,10 @@ impl App {
                 Stage::Silent
             }
             ScriptEnd::Output(out) if job.no_agent => Stage::Answer(Ok(out)),
-            ScriptEnd::Output(out) => Stage::Prompt(self.job_prompt(job, Some(&out)).map(|p| Message::text(Role::User, p, start.started))),
+            ScriptEnd::Output(out) => {
+                let body = self.prompt_body(job, start.extra.as_deref(), Some(&out)).await;
+                Stage::Prompt(self.job_prompt(job, body).map(|p| Message::text(Role::User, p, start.started)))
+            }
         }
     }
 
@@ -70,7 +75,7 @@ impl App {
         let now = self.inner.clock.now();
         let text = format!("⏰ Scheduled job '{}' was missed: it was due at {} and did not run.", job.name, occ.fire_at.to_rfc3339());
         let mut tail = Tail::default();
-        let deliveries = self.deliver_job_output(job, occ, &text, &mut tail).await;
+        let deliveries = self.deliver_job_output(job, occ, &text, None, &mut tail).await;
         let run = RunRecord {
             run_id: run_id(occ, now),
             job_id: job.id.clone(),
@@ -98,7 +103,11 @@ impl App {
             kind: TurnKind::Job,
             deadline: Some(tokio::time::Instant::now() + budget),
             model: job.model.clone(),
-            provider: None,
+            route: job
+                .options
+                .routes_model()
+                .then(|| crate::ports::ModelRoute { provider: job.options.provider.clone(), base_url: job.options.base_url.clone() }),
+            toolsets: job.options.enabled_toolsets.clone(),
             system: self.system_prompt(),
             origin: None,
             fence: None,
@@ -159,6 +168,7 @@ impl App {
             // No turn ran: the run's session was never written.
             rec.session_id.clear();
         }
+        let mut mirror = None;
         let text = match answer {
             Ok(a) if is_silent(&a) => {
                 rec.output = a;
@@ -166,6 +176,9 @@ impl App {
             }
             Ok(a) => {
                 rec.output = a.clone();
+                if mirror_enabled(job, self.inner.cfg.settings.cron.mirror_delivery) {
+                    mirror = Some(a.clone());
+                }
                 Some(if self.inner.cfg.settings.cron.wrap_response { wrap_response(&job.name, &job.id, &a) } else { a })
             }
             Err(e) => {
@@ -177,7 +190,7 @@ impl App {
             }
         };
         if let Some(text) = text {
-            rec.deliveries = self.deliver_job_output(job, occ, &text, &mut tail).await;
+            rec.deliveries = self.deliver_job_output(job, occ, &text, mirror.as_deref(), &mut tail).await;
             if rec.status == RunOutcome::Ok && rec.deliveries.iter().any(|d| d.status == "failed") {
                 rec.status = RunOutcome::DeliveryFailed;
             }
@@ -254,3 +267,7 @@ impl App {
         Ok(next)
     }
 }
+
+#[cfg(test)]
+#[path = "options_tests.rs"]
+mod options_tests;

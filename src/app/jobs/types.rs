@@ -50,6 +50,9 @@ pub(in crate::app) struct RunStart {
     /// The job runs a script first: its prompt is known only after the script ran, so the
     /// claim stores none (the run stores it with the answer).
     pub scripted: bool,
+    /// A manual run's one-time text (`## Run Context`), for a script job's prompt built after
+    /// its script ran.
+    pub extra: Option<String>,
 }
 
 impl RunStart {

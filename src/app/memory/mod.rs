@@ -248,11 +248,8 @@ impl App {
         }
         let tools = toolset.specs();
         for _ in 0..FLUSH_ROUNDS {
-            let resp = self
-                .inner
-                .llm
-                .complete(&ChatRequest { messages: prompt.clone(), tools: tools.clone(), model: None, provider: None })
-                .await?;
+            let resp =
+                self.inner.llm.complete(&ChatRequest { messages: prompt.clone(), tools: tools.clone(), model: None, route: None }).await?;
             if resp.tool_calls.is_empty() {
                 break;
             }

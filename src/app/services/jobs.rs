@@ -76,7 +76,13 @@ impl Jobs {
 
     /// Runs a job now through the normal claim.
     pub async fn run_now(&self, job_id: &str) -> Result<FireStatus, AppError> {
-        self.app.run_now(job_id).await
+        self.app.run_now(job_id, None).await
+    }
+
+    /// Runs a job now with a one-time `prompt` for this run only (put under
+    /// `## Run Context`; the job is not changed).
+    pub async fn run_with(&self, job_id: &str, prompt: Option<&str>) -> Result<FireStatus, AppError> {
+        self.app.run_now(job_id, prompt).await
     }
 
     /// A job's latest `limit` runs, newest first.

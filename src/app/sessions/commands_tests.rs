@@ -144,7 +144,8 @@ async fn model_switches_this_session_then_the_default_and_refuses_unknown_provid
     assert!(send(&k, &a, "/status").await.contains("\nModel in use: m2 (custom; /model, this session)"));
     send(&k, &a, "hi").await;
     send(&k, &b, "hi").await;
-    let used: Vec<(Option<String>, Option<String>)> = k.llm.requests().into_iter().map(|r| (r.provider, r.model)).collect();
+    let used: Vec<(Option<String>, Option<String>)> =
+        k.llm.requests().into_iter().map(|r| (r.route.and_then(|r| r.provider), r.model)).collect();
     assert_eq!(used, [(Some("custom".into()), Some("m2".into())), (None, None)], "only this session switched");
     assert!(send(&k, &a, "/model nosuch:x").await.starts_with("Error: Unknown provider `nosuch`. Known providers: auto, "));
     assert_eq!(send(&k, &a, "/model openrouter:x/y").await, "Error: Provider `openrouter` has no API key here: set OPENROUTER_API_KEY.");

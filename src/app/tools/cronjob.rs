@@ -37,13 +37,19 @@ Results are delivered to this chat unless `deliver` says otherwise (local, origi
                 "job_id": {"type": "string", "description": "id or name of an existing job (update/pause/resume/remove/run)"},
                 "name": {"type": "string"},
                 "schedule": {"type": "string"},
-                "prompt": {"type": "string", "description": "what the agent should do at each run"},
+                "prompt": {"type": "string", "description": "what the agent should do at each run (create/update); with run: a one-time text for that run only"},
                 "skills": {"type": "array", "items": {"type": "string"}},
                 "deliver": {"type": "string"},
                 "repeat": {"description": "forever (default), once, or a number of runs"},
                 "script": {"type": "string", "description": "Optional path to a script that runs each tick, relative to $HERMES_HOME/scripts/ (.sh/.bash run with bash, anything else with Python). By default its stdout is put into the prompt as context; if its last line is {\"wakeAgent\": false} the run is skipped. With no_agent=true its stdout is delivered verbatim. On update, pass an empty string to clear."},
                 "no_agent": {"type": "boolean", "description": "Skip the model entirely: run `script` on schedule and deliver its stdout verbatim; empty stdout delivers nothing. Requires `script`."},
-                "workdir": {"type": "string", "description": "Optional absolute path the script runs in (default: the scripts folder). On update, pass an empty string to clear."}
+                "workdir": {"type": "string", "description": "Optional absolute path the script runs in (default: the scripts folder). On update, pass an empty string to clear."},
+                "model": {"type": "string", "description": "this job's model id (default: the configured model)"},
+                "provider": {"type": "string", "description": "this job's model provider, by Hermes' names (custom for your own endpoint)"},
+                "base_url": {"type": "string", "description": "this job's model base URL (needs provider)"},
+                "context_from": {"description": "job id or list of job ids whose newest output goes into this job's prompt"},
+                "enabled_toolsets": {"type": "array", "items": {"type": "string"}, "description": "only these toolsets' tools in this job's runs"},
+                "attach_to_session": {"type": "boolean", "description": "also put the delivered text into this chat's conversation"}
             },
             "required": ["action"]
         })
@@ -67,6 +73,8 @@ pub fn job_view(j: &Job) -> Value {
         "last_run_at": j.last_run_at, "last_status": j.last_status, "last_error": j.last_error, "repeat": j.repeat,
         "overlap": j.overlap, "spread": j.spread,
         "script": j.script, "no_agent": j.no_agent, "workdir": j.workdir,
+        "model": j.model, "context_from": j.options.context_from, "enabled_toolsets": j.options.enabled_toolsets,
+        "provider": j.options.provider, "base_url": j.options.base_url, "attach_to_session": j.options.attach_to_session,
     })
 }
 
@@ -131,6 +139,22 @@ fn hold_to(schedule: &crate::core::schedule::Schedule, min: i64) -> Result<(), S
     }
 }
 
+/// A chat may feed a job only the outputs of jobs it can see (`context_from`): another chat's
+/// job gets the same "no job" as one that does not exist.
+async fn hold_context(app: &App, scope: &Scope<'_>, args: &Value) -> Result<(), String> {
+    if scope.origin.is_none() || scope.admin {
+        return Ok(());
+    }
+    let opts = crate::core::job_options::JobOptions::parse(args)?;
+    for id in &opts.context_from {
+        match app.inner.store.get_job(id).await.map_err(|e| e.to_string())? {
+            Some(j) if scope.covers(&j) => {}
+            _ => return Err(format!("`context_from`: {}", no_job(id))),
+        }
+    }
+    Ok(())
+}
+
 async fn cronjob(app: &App, mut args: Value, origin: Option<&Origin>) -> Result<Value, String> {
     let action = args["action"].as_str().unwrap_or_default().to_string();
     let id = args["job_id"].as_str().map(str::to_string);
@@ -165,6 +189,7 @@ async fn cronjob(app: &App, mut args: Value, origin: Option<&Origin>) -> Result<
             }
             let spec = jobfile::parse_job(&args, app.inner.clock.now(), app.inner.cfg.tz)?;
             hold_to(&spec.schedule, min_gap(app, &scope))?;
+            hold_context(app, &scope, &args).await?;
             let job = app.create_job(spec, false, origin).await.map_err(e)?;
             Ok(json!({"created": job_view(&job)}))
         }
@@ -178,6 +203,7 @@ async fn cronjob(app: &App, mut args: Value, origin: Option<&Origin>) -> Result<
                 // A job's chat is where it was made: a chat cannot move one in or out.
                 o.retain(|k, _| !matches!(k.as_str(), "action" | "job_id" | "origin"));
             }
+            hold_context(app, &scope, &patch).await?;
             if let Some(s) = patch.get("schedule") {
                 let parsed = crate::core::schedule::parse_value(s, app.inner.clock.now(), app.inner.cfg.tz).map_err(|e| e.to_string())?;
                 hold_to(&parsed, min_gap(app, &scope))?;
@@ -189,7 +215,12 @@ async fn cronjob(app: &App, mut args: Value, origin: Option<&Origin>) -> Result<
         "remove" => Ok(json!({"removed": app.remove_job(&need_id().await?).await.map_err(e)?.id})),
         "run" => {
             let job = app.find_job(&need_id().await?).await.map_err(e)?;
-            match Box::pin(app.run_now(&job.id)).await.map_err(e)? {
+            let once = match args.get("prompt") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(p)) => Some(p.clone()),
+                Some(_) => return Err("`prompt` must be a string".into()),
+            };
+            match Box::pin(app.run_now(&job.id, once.as_deref())).await.map_err(e)? {
                 // The model gets the run's output too: it asked for the run.
                 FireStatus::Ran { run, .. } => Ok(json!({"ran": job.id, "status": run.status, "output": run.output})),
                 other => Ok(json!({"status": format!("{other:?}")})),

@@ -31,7 +31,7 @@ mod web_fetch;
 mod web_search;
 
 pub use cronjob::job_view;
-pub use registry::{DuplicateTool, ToolRegistry, ToolResult, Toolset};
+pub use registry::{DuplicateTool, ToolRegistry, ToolResult, Toolset, job_toolsets};
 pub use web_fetch::{Limits as WebFetchLimits, WebFetch};
 
 use crate::app::App;

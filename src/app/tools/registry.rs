@@ -74,6 +74,28 @@ impl ToolRegistry {
     }
 }
 
+/// The toolsets a job's `enabled_toolsets` switches on, as Hermes 0.19.0's
+/// `_merge_mcp_into_per_job_toolsets`: the named toolsets, plus every MCP server's
+/// (`mcp-<server>`, of `known`) unless the list names one itself (then it is the allowlist)
+/// or holds the `no_mcp` sentinel (then none).
+pub fn job_toolsets(per_job: &[String], known: &[String]) -> Vec<String> {
+    let mcp = |t: &str| t.starts_with("mcp-") && known.iter().any(|k| k == t);
+    let named_mcp = |t: &str| mcp(t) || known.iter().any(|k| k.strip_prefix("mcp-") == Some(t));
+    let mut out: Vec<String> = Vec::new();
+    for t in per_job.iter().filter(|t| *t != "no_mcp") {
+        // A server named bare (Hermes' spelling) stands for its `mcp-<server>` toolset.
+        let t = if !mcp(t) && named_mcp(t) { format!("mcp-{t}") } else { t.clone() };
+        if !out.contains(&t) {
+            out.push(t);
+        }
+    }
+    if per_job.iter().any(|t| t == "no_mcp") || out.iter().any(|t| mcp(t)) {
+        return out;
+    }
+    out.extend(known.iter().filter(|k| mcp(k)).cloned());
+    out
+}
+
 /// The tools one turn is offered; only these can be called in it.
 pub struct Toolset {
     tools: Vec<Arc<dyn Tool>>,

@@ -188,3 +188,25 @@ async fn a_chat_holds_every_schedule_form_to_a_minute() {
     .unwrap();
     assert!(app.jobs().create(spec, false).await.is_ok());
 }
+
+#[tokio::test]
+async fn a_chat_feeds_a_job_only_the_outputs_of_its_own_jobs() {
+    let app = app("cron: {admin_users: ['boss']}\n");
+    let (a, b, boss) = (chat("A", "ann"), chat("B", "bob"), chat("C", "boss"));
+    make_job(&app, &a, "job-a").await;
+    make_job(&app, &b, "job-b").await;
+    let id_of = |v: &Value| v["jobs"][0]["id"].as_str().unwrap().to_string();
+    let a_id = id_of(&run(&app, &a, "cronjob", json!({"action": "list"})).await.1);
+    let b_id = id_of(&run(&app, &b, "cronjob", json!({"action": "list"})).await.1);
+    let create = |from: &str| json!({"action": "create", "name": "digest", "schedule": "every 1h", "prompt": "p", "context_from": [from]});
+    let (err, v) = run(&app, &a, "cronjob", create(&b_id)).await;
+    assert!(err, "another chat's job is refused: {v}");
+    assert_eq!(v["error"].as_str().unwrap(), format!("`context_from`: no job `{b_id}`"));
+    let (err, v) = run(&app, &a, "cronjob", json!({"action": "update", "job_id": "job-a", "context_from": b_id})).await;
+    assert!(err, "{v}");
+    let (err, v) = run(&app, &a, "cronjob", create(&a_id)).await;
+    assert!(!err, "its own job is fine: {v}");
+    assert_eq!(v["created"]["context_from"], json!([a_id]));
+    let (err, v) = run(&app, &boss, "cronjob", create(&b_id)).await;
+    assert!(!err, "an admin sees every job: {v}");
+}

@@ -256,7 +256,8 @@ async fn the_turn_records_each_call_with_its_duration() {
         kind: TurnKind::Job,
         deadline: None,
         model: None,
-        provider: None,
+        route: None,
+        toolsets: Vec::new(),
         system: "sys".into(),
         origin: None,
         fence: None,
@@ -316,4 +317,14 @@ async fn typed_arguments_that_do_not_fit_are_bad_args() {
     assert_eq!(set.execute(&c, &call("echo", r#"{"text":"hi"}"#)).await.content, "hi");
     let r = set.execute(&c, &call("echo", r#"{"txt":"hi"}"#)).await;
     assert!(r.is_error && r.content.contains("invalid arguments: missing field `text`"), "{}", r.content);
+}
+
+#[test]
+fn a_jobs_enabled_toolsets_take_in_the_mcp_servers_as_hermes_does() {
+    let known: Vec<String> = ["web", "time", "mcp-files", "mcp-git"].iter().map(|s| s.to_string()).collect();
+    let v = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert_eq!(job_toolsets(&v(&["web"]), &known), ["web", "mcp-files", "mcp-git"], "every MCP server joins a native list");
+    assert_eq!(job_toolsets(&v(&["web", "files"]), &known), ["web", "mcp-files"], "a named server makes it an allowlist");
+    assert_eq!(job_toolsets(&v(&["web", "mcp-git"]), &known), ["web", "mcp-git"]);
+    assert_eq!(job_toolsets(&v(&["web", "no_mcp"]), &known), ["web"], "no_mcp: none");
 }

@@ -44,7 +44,11 @@ where
     }
     let ctx =
         ToolCtx { app, session_id: spec.session_id, origin: spec.origin.as_ref(), kind: spec.kind, deadline: spec.deadline, call_id: None };
-    let toolset = app.inner.tools.toolset(&ctx);
+    let mut toolset = app.inner.tools.toolset(&ctx);
+    if !spec.toolsets.is_empty() {
+        let enabled = crate::app::tools::job_toolsets(&spec.toolsets, &app.inner.tools.toolsets());
+        toolset = toolset.in_toolsets(&enabled.iter().map(String::as_str).collect::<Vec<_>>());
+    }
     let tools = toolset.specs();
     let mut out = TurnOutput { input_tokens: context.input_tokens, output_tokens: context.output_tokens, ..TurnOutput::default() };
     let mut repeats = crate::app::turn::tool_guard::RepeatGuard::default();
@@ -54,8 +58,7 @@ where
         _ => Vec::new(),
     };
     for n in 0..max_iter {
-        let req =
-            ChatRequest { messages: prompt.clone(), tools: tools.clone(), model: spec.model.clone(), provider: spec.provider.clone() };
+        let req = ChatRequest { messages: prompt.clone(), tools: tools.clone(), model: spec.model.clone(), route: spec.route.clone() };
         // Each model call streams into its own segment; dropping it stops the editing.
         let seg = spec.stream.as_ref().map(|p| Segment::start(app, p, n));
         let call = async {

@@ -235,7 +235,7 @@ async fn summarize(
         ],
         tools: Vec::new(),
         model: spec.model.clone(),
-        provider: spec.provider.clone(),
+        route: spec.route.clone(),
     };
     let resp = match app.inner.llm.complete(&req).await {
         Ok(r) if !r.content.trim().is_empty() => r,

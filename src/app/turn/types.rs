@@ -73,8 +73,10 @@ pub struct TurnSpec<'a> {
     pub deadline: Option<tokio::time::Instant>,
     /// Model override (a job's `model`, the session's `/model`).
     pub model: Option<String>,
-    /// Provider override (the session's `/model provider:model`).
-    pub provider: Option<String>,
+    /// A job's own provider / base URL (`None`: the configured model).
+    pub route: Option<crate::ports::ModelRoute>,
+    /// A job's `enabled_toolsets` (empty: every tool the turn may be offered).
+    pub toolsets: Vec<String>,
     /// System prompt (SOUL.md or the job's own).
     pub system: String,
     /// The chat the turn runs for (tools that create jobs record it as their origin).

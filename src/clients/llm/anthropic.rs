@@ -273,7 +273,7 @@ mod tests {
         let mut result = msg(Role::Tool, "12:00");
         result.tool_call_id = Some("t1".into());
         let msgs = vec![msg(Role::System, "be nice"), msg(Role::User, "a"), msg(Role::User, "b"), call, result, msg(Role::User, "c")];
-        let req = ChatRequest { messages: msgs, tools: vec![], model: None, provider: None };
+        let req = ChatRequest { messages: msgs, tools: vec![], model: None, route: None };
         let b = wire_body(&req, "m", &json!({"type": "ephemeral"}));
         assert_eq!(b["system"][0]["text"], "be nice");
         assert_eq!(b["system"][0]["cache_control"]["type"], "ephemeral");

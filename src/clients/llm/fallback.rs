@@ -24,7 +24,7 @@ pub fn falls_through(e: &LlmError) -> bool {
     match e {
         LlmError::RateLimited | LlmError::Unreachable(_) => true,
         LlmError::Status { status, .. } => *status >= 500,
-        LlmError::Unauthorized(_) | LlmError::BadResponse(_) => false,
+        LlmError::Unauthorized(_) | LlmError::BadResponse(_) | LlmError::Route(_) => false,
     }
 }
 
@@ -116,7 +116,7 @@ mod tests {
     }
 
     fn req() -> ChatRequest {
-        ChatRequest { messages: vec![], tools: vec![], model: None, provider: None }
+        ChatRequest { messages: vec![], tools: vec![], model: None, route: None }
     }
 
     #[tokio::test]

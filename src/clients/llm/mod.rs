@@ -1,6 +1,6 @@
 //! Model adapters: `openai` (any OpenAI-compatible chat-completions endpoint), `anthropic`
 //! (native Messages API), `offline`, the one-line answer of OAuth-only providers, and the
-//! fallback chain over them. Which adapter serves which provider name is
+//! fallback chain over them, and the per-job routes (`route`). Which adapter serves which provider name is
 //! `config::models::PROVIDERS`.
 
 pub mod anthropic;
@@ -10,7 +10,7 @@ pub mod offline;
 pub mod openai;
 pub mod openai_stream;
 pub mod retry;
-pub mod routed;
+pub mod route;
 pub mod sse;
 
 use crate::config::Loaded;
@@ -22,9 +22,10 @@ use std::time::Duration;
 
 /// Builds the configured model: the primary endpoint, wrapped in the fallback chain when
 /// `fallback_providers` / `fallback_model` name more, behind the router that serves a
-/// session's `/model provider:model` ([`routed::Routed`]).
-pub fn from_config(cfg: &Loaded) -> Arc<dyn Llm> {
-    Arc::new(routed::Routed::new(configured(cfg), cfg.clone()))
+/// request naming another endpoint — a job's own `provider` / `base_url`, or a session's
+/// `/model provider:model` ([`route::RoutingLlm`]).
+pub fn routed(cfg: &Arc<Loaded>) -> Arc<dyn Llm> {
+    Arc::new(route::RoutingLlm::new(configured(cfg), cfg.clone()))
 }
 
 /// The configured chain alone.

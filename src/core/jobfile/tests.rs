@@ -169,3 +169,34 @@ fn hermes_script_and_no_agent_jobs_load_with_their_fields() {
     let e = parse_job(&serde_json::json!({"id":"x","schedule":"every 1h","script":"a.sh"}), now(), Tz::UTC).unwrap_err();
     assert!(e.contains("`prompt`"), "{e}");
 }
+
+#[test]
+fn hermes_run_options_load_and_a_wrong_type_skips_only_that_job() {
+    // As Hermes 0.19.0's `create_job` writes them (null when unset).
+    let text = r#"{"jobs": [
+      {"id":"a1b2c3d4e5f6","name":"digest","prompt":"p","schedule":{"kind":"cron","expr":"0 8 * * *"},"model":"m2",
+       "provider":"custom","base_url":"http://127.0.0.1:9/v1/","context_from":["0123456789ab"],"enabled_toolsets":["web"],
+       "attach_to_session":true,"script":null,"no_agent":false,"workdir":null},
+      {"id":"b","prompt":"p","schedule":"every 1h","provider":null,"base_url":null,"context_from":null,"enabled_toolsets":null},
+      {"id":"c","prompt":"p","schedule":"every 1h","attach_to_session":"yes"}
+    ]}"#;
+    let file = parse_file(text, "jobs.json", now(), Tz::UTC).unwrap();
+    assert_eq!(file.jobs.len(), 2);
+    let a = &file.jobs[0];
+    assert_eq!(a.options.context_from, ["0123456789ab"]);
+    assert_eq!(a.options.enabled_toolsets, ["web"]);
+    assert_eq!((a.options.provider.as_deref(), a.options.base_url.as_deref()), (Some("custom"), Some("http://127.0.0.1:9/v1")));
+    assert_eq!((a.options.attach_to_session, a.model.as_deref()), (Some(true), Some("m2")));
+    assert!(!a.extra.contains_key("provider") && !a.extra.contains_key("context_from"), "{:?}", a.extra);
+    assert_eq!(file.jobs[1].options, crate::core::job_options::JobOptions::default());
+    assert_eq!(file.skipped.len(), 1);
+    assert_eq!(file.skipped[0].id.as_deref(), Some("c"));
+    assert!(file.skipped[0].reason.contains("`attach_to_session`"), "{}", file.skipped[0].reason);
+    // Stored flat under Hermes' names, and read back.
+    let job = crate::core::job::Job::from_spec(a, true, now(), Tz::UTC);
+    let doc = serde_json::to_value(&job).unwrap();
+    assert_eq!(doc["provider"], "custom");
+    assert_eq!(doc["context_from"], serde_json::json!(["0123456789ab"]));
+    let back: crate::core::job::Job = serde_json::from_value(doc).unwrap();
+    assert_eq!(back, job);
+}

@@ -60,10 +60,27 @@ pub async fn resume(_: ApiKey, State(s): State<Arc<HttpState>>, Path(id): Path<S
     Ok(Json(json!({"job": job_view(&s.app.jobs().set_paused(&id, false).await?)})))
 }
 
-/// Runs a job now through the normal claim.
-pub async fn run(_: ApiKey, State(s): State<Arc<HttpState>>, Path(id): Path<String>) -> Res {
+/// Runs a job now through the normal claim; an optional body `{"prompt": "…"}` is a one-time
+/// text for this run only (`## Run Context`).
+pub async fn run(_: ApiKey, State(s): State<Arc<HttpState>>, Path(id): Path<String>, body: axum::body::Bytes) -> Res {
+    let prompt = run_prompt(&body)?;
     let j = s.app.jobs().find(&id).await?;
-    Ok(Json(s.app.jobs().run_now(&j.id).await?.to_json()))
+    Ok(Json(s.app.jobs().run_with(&j.id, prompt.as_deref()).await?.to_json()))
+}
+
+/// The run's one-time prompt from its (optional) body; a wrong type is a 400 naming it.
+fn run_prompt(body: &[u8]) -> Result<Option<String>, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    let bad = |m: String| ApiError::new(StatusCode::BAD_REQUEST, m);
+    let v: Value = serde_json::from_slice(body).map_err(|e| bad(format!("invalid JSON body: {e}")))?;
+    match v.as_object().map(|o| o.get("prompt")) {
+        None => Err(bad("the body must be a JSON object".into())),
+        Some(None | Some(Value::Null)) => Ok(None),
+        Some(Some(Value::String(p))) => Ok(Some(p.clone())),
+        Some(Some(_)) => Err(bad("`prompt` must be a string".into())),
+    }
 }
 
 /// Recent runs, newest first.

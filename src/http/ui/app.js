@@ -307,7 +307,7 @@
 
   // ------------------------------------------------------------------ Create / edit form
 
-  const FIELDS = ['f-name', 'f-schedule', 'f-timezone', 'f-prompt', 'f-script', 'f-skills', 'f-deliver', 'f-repeat', 'form'];
+  const FIELDS = ['f-name', 'f-schedule', 'f-timezone', 'f-prompt', 'f-script', 'f-skills', 'f-deliver', 'f-repeat', 'f-options', 'form'];
 
   function clearErrors() { for (const f of FIELDS) setError(f, ''); }
 
@@ -377,6 +377,7 @@
     renderSkills(j.skills || []);
     renderScripts(j.script || '');
     $('f-no-agent').checked = !!j.no_agent;
+    fillOptions(j);
     const targets = j.deliver || [];
     const platforms = [...$('f-platform').options].map((o) => o.value);
     if (targets.length === 0) $('f-deliver-kind').value = j.origin ? 'origin' : 'local';
@@ -460,8 +461,33 @@
     if (m.includes('skill')) return 'f-skills';
     if (m.includes('deliver')) return 'f-deliver';
     if (m.includes('repeat')) return 'f-repeat';
+    if (['context_from', 'enabled_toolsets', 'provider', 'base_url', 'attach_to_session', 'model'].some((k) => m.includes(k))) return 'f-options';
     if (/\bid\b|\bname\b/.test(m)) return 'f-name';
     return 'form';
+  }
+
+  /** The Hermes run options of job `j` into the form. */
+  function fillOptions(j) {
+    const sets = j.enabled_toolsets || [];
+    for (const o of $('f-toolsets').options) o.selected = sets.includes(o.value);
+    $('f-context-from').value = (j.context_from || []).join(', ');
+    $('f-model').value = j.model || '';
+    $('f-provider').value = j.provider || '';
+    $('f-base-url').value = j.base_url || '';
+    $('f-attach').value = j.attach_to_session === true ? 'true' : j.attach_to_session === false ? 'false' : '';
+  }
+
+  /** The form's run options, under the jobs.json names (empty clears). */
+  function optionsBody() {
+    const attach = $('f-attach').value;
+    return {
+      enabled_toolsets: [...$('f-toolsets').selectedOptions].map((o) => o.value),
+      context_from: $('f-context-from').value.split(',').map((t) => t.trim()).filter(Boolean),
+      model: $('f-model').value.trim() || null,
+      provider: $('f-provider').value.trim() || null,
+      base_url: $('f-base-url').value.trim() || null,
+      attach_to_session: attach === '' ? null : attach === 'true',
+    };
   }
 
   async function submitForm() {
@@ -492,6 +518,7 @@
       no_agent: noAgent,
       deliver: deliverTargets(),
       timezone: $('f-timezone').value.trim() || null,
+      ...optionsBody(),
     };
     const name = $('f-name').value.trim();
     if (name) body.name = name;
