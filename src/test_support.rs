@@ -67,6 +67,29 @@ impl Llm for CountingLlm {
     }
 }
 
+/// Answers `echo: <last message>` and records every request.
+#[derive(Default)]
+pub struct EchoLlm(Mutex<Vec<ChatRequest>>);
+
+#[async_trait]
+impl Llm for EchoLlm {
+    fn name(&self) -> &'static str {
+        "echo"
+    }
+    async fn complete(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        self.0.lock().unwrap().push(req.clone());
+        let last = req.messages.last().map(|m| m.content.clone()).unwrap_or_default();
+        Ok(ChatResponse { content: format!("echo: {last}"), ..ChatResponse::default() })
+    }
+}
+
+impl EchoLlm {
+    /// Every request so far, in order.
+    pub fn requests(&self) -> Vec<ChatRequest> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
 /// The HTTP state over `app`, with a channel registry from the app's settings.
 pub fn http_state(app: App, api_key: Option<&str>, provider: &str) -> Arc<crate::http::HttpState> {
     let channels = Arc::new(crate::channels::Channels::from_config(app.loaded()));

@@ -4,26 +4,10 @@
 use crate::app::{App, Inbound, ReplyPath};
 
 use crate::core::ids::{ChatType, Origin, SessionKey};
-use crate::ports::{ChatRequest, ChatResponse, Llm, LlmError, ManualClock, QueuedItem};
-use crate::test_support::{CountingLlm, Outbox, TestApp};
-use async_trait::async_trait;
+use crate::ports::{ManualClock, QueuedItem};
+use crate::test_support::{CountingLlm, EchoLlm, Outbox, TestApp};
 use chrono::{DateTime, Duration, Utc};
-use std::sync::{Arc, Mutex};
-
-#[derive(Default)]
-struct EchoLlm(Mutex<Vec<ChatRequest>>);
-
-#[async_trait]
-impl Llm for EchoLlm {
-    fn name(&self) -> &'static str {
-        "echo"
-    }
-    async fn complete(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        self.0.lock().unwrap().push(req.clone());
-        let last = req.messages.last().map(|m| m.content.clone()).unwrap_or_default();
-        Ok(ChatResponse { content: format!("echo: {last}"), ..ChatResponse::default() })
-    }
-}
+use std::sync::Arc;
 
 struct Kit {
     app: App,
@@ -60,7 +44,7 @@ async fn idle_reset_starts_a_fresh_session_with_notice_and_note() {
     let second = k.app.handle_inbound(inbound("api", "back again")).await.unwrap();
     assert_ne!(first.session_id, second.session_id);
     assert_eq!(second.notices, ["◐ Session automatically reset (inactive for 2h 5m). Conversation history cleared."]);
-    let req = k.llm.0.lock().unwrap().last().cloned().unwrap();
+    let req = k.llm.requests().last().cloned().unwrap();
     assert!(req.messages[0].content.contains("fresh conversation"), "{}", req.messages[0].content);
     let users: Vec<&str> = req.messages.iter().filter(|m| m.role == crate::core::session::Role::User).map(|m| m.content.as_str()).collect();
     assert_eq!(users, ["back again"]);
@@ -116,7 +100,7 @@ async fn no_reset_while_queued_work_waits() {
 async fn commands_never_reach_the_model() {
     let k = kit("", "2026-01-01T10:00:00Z");
     k.app.handle_inbound(inbound("api", "hello")).await.unwrap();
-    let calls = k.llm.0.lock().unwrap().len();
+    let calls = k.llm.requests().len();
     let help = k.app.handle_inbound(inbound("api", "/help")).await.unwrap();
     assert!(help.reply.unwrap().contains("/queue <prompt>"));
     let status = k.app.handle_inbound(inbound("api", "/status")).await.unwrap().reply.unwrap();
@@ -130,14 +114,14 @@ async fn commands_never_reach_the_model() {
     let back = k.app.handle_inbound(inbound("api", &format!("/resume {old}"))).await.unwrap();
     assert_eq!(back.session_id, old);
     assert_ne!(back.session_id, before.session_id);
-    assert_eq!(k.llm.0.lock().unwrap().len(), calls);
+    assert_eq!(k.llm.requests().len(), calls);
 }
 
 #[tokio::test]
 async fn whoami_sessions_and_usage_answer_as_hermes_without_the_model() {
     let k = kit("cron: {admin_users: ['api:u1']}\n", "2026-01-01T10:00:00Z");
     k.app.handle_inbound(inbound("api", "hello")).await.unwrap();
-    let calls = k.llm.0.lock().unwrap().len();
+    let calls = k.llm.requests().len();
     let ask = |text: &str, user: &str| {
         let mut m = inbound("api", text);
         m.origin.user_id = Some(user.into());
@@ -161,7 +145,7 @@ async fn whoami_sessions_and_usage_answer_as_hermes_without_the_model() {
     for c in ["/sessions", "/usage", "/whoami"] {
         assert!(help.lines().any(|l| l.starts_with(c)), "{help}");
     }
-    assert_eq!(k.llm.0.lock().unwrap().len(), calls, "no command reached the model");
+    assert_eq!(k.llm.requests().len(), calls, "no command reached the model");
 }
 
 impl ManualClock {
@@ -233,7 +217,7 @@ async fn a_manual_run_in_the_scheduled_second_does_not_wedge_the_job() {
     assert!(matches!(fired, crate::app::FireStatus::Ran { .. }), "{fired:?}");
     let j = k.app.test_store().get_job("j").await.unwrap().unwrap();
     assert_eq!(j.next_run_at, Some(at + Duration::hours(1)));
-    assert_eq!(k.llm.0.lock().unwrap().len(), 2, "one manual run and one scheduled run");
+    assert_eq!(k.llm.requests().len(), 2, "one manual run and one scheduled run");
     // Each run's outcome is recorded on its own claim.
     let store = k.app.test_store();
     assert_eq!(store.claim_status(&crate::core::job::Occurrence::manual("j", at)).await.unwrap().as_deref(), Some("ok"));
@@ -256,5 +240,5 @@ async fn a_claimed_occurrence_the_job_did_not_move_past_is_advanced() {
     // The next tick after the next occurrence runs it: the job is not wedged.
     k.clock.advance(Duration::hours(1));
     assert!(matches!(k.app.jobs().fire("j", None, "ticker").await.unwrap(), crate::app::FireStatus::Ran { .. }));
-    assert_eq!(k.llm.0.lock().unwrap().len(), 1, "the claimed occurrence itself never ran again");
+    assert_eq!(k.llm.requests().len(), 1, "the claimed occurrence itself never ran again");
 }

@@ -27,5 +27,6 @@ pub mod script;
 pub mod search;
 pub mod session;
 pub mod skill;
+pub mod stable_hash;
 pub mod text;
 pub mod timers;

@@ -1,30 +1,15 @@
-//! The stable hash that picks an item's write shard (docs/design.md#shards). Kept out of
-//! the DynamoDB adapter so the spread is checked in every build.
+//! An item's write shard (docs/design.md#shards), from the crate's stable hash
+//! (`core::stable_hash`). Kept out of the DynamoDB adapter so the spread is checked in every
+//! build.
 
 /// The default number of write shards (`store.dynamodb_shards`).
 pub const DEFAULT_SHARDS: u32 = 8;
 /// The most write shards a table may have (each listing is one query per shard).
 pub const MAX_SHARDS: u32 = 64;
 
-/// FNV-1a (64 bit), then [`fmix64`]: stable across builds, platforms and Rust versions, unlike `std`'s hasher.
-/// It must never change: an item is found again only on the shard it was written to.
-fn fnv1a(key: &str) -> u64 {
-    key.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
-}
-
-/// MurmurHash3's 64-bit finalizer: FNV's low bits are weak for keys that differ only in
-/// their last characters (sequential chat ids), and the shard is taken from the low bits.
-fn fmix64(mut h: u64) -> u64 {
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    h ^ (h >> 33)
-}
-
 /// The shard (`0..n`) of an item whose own key is `key`.
 pub fn shard_of(key: &str, n: u32) -> u32 {
-    u32::try_from(fmix64(fnv1a(key)) % u64::from(n.max(1))).unwrap_or(0)
+    u32::try_from(crate::core::stable_hash::stable64(key) % u64::from(n.max(1))).unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -57,11 +42,11 @@ mod tests {
         }
     }
 
-    /// Pinned values: a change of the hash would strand every item written before it.
+    /// Pinned values (the hash itself is pinned in `core::stable_hash`): a change would
+    /// strand every item written before it.
     #[test]
     fn hash_is_pinned() {
-        assert_eq!(fnv1a(""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(fnv1a("a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(shard_of("a", 64), (0x82a2_a958_a9be_ce5b_u64 % 64) as u32);
         assert_eq!(shard_of("anything", 1), 0);
     }
 }

@@ -6,45 +6,22 @@ use crate::app::{App, Inbound, ReplyPath};
 use crate::config::Env;
 use crate::core::ids::{ChatType, Origin, SessionKey};
 use crate::core::session::{Lease, Role};
-use crate::ports::{ChatRequest, ChatResponse, Llm, LlmError, Store};
+use crate::ports::Store;
 use crate::store::sqlite::SqliteStore;
-use crate::test_support::{Outbox, TestApp};
-use async_trait::async_trait;
+use crate::test_support::{EchoLlm, Outbox, TestApp};
 use chrono::{DateTime, Duration, Utc};
-use std::sync::{Arc, Mutex};
-
-/// Answers `echo: <last message>` and records every request.
-#[derive(Default)]
-struct Echo(Mutex<Vec<ChatRequest>>);
-
-#[async_trait]
-impl Llm for Echo {
-    fn name(&self) -> &'static str {
-        "echo"
-    }
-    async fn complete(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        self.0.lock().unwrap().push(req.clone());
-        let last = req.messages.last().map(|m| m.content.clone()).unwrap_or_default();
-        Ok(ChatResponse { content: format!("echo: {last}"), ..ChatResponse::default() })
-    }
-}
-
-impl Echo {
-    fn requests(&self) -> Vec<ChatRequest> {
-        self.0.lock().unwrap().clone()
-    }
-}
+use std::sync::Arc;
 
 struct Kit {
     app: App,
-    llm: Arc<Echo>,
+    llm: Arc<EchoLlm>,
     store: Arc<dyn Store>,
     now: DateTime<Utc>,
 }
 
 fn kit_with(yaml: &str, home: &std::path::Path, env: &[(&str, &str)]) -> Kit {
     let now = Utc::now();
-    let llm = Arc::new(Echo::default());
+    let llm = Arc::new(EchoLlm::default());
     let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
     let app = TestApp::new(now)
         .yaml(yaml)

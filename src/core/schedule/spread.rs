@@ -1,32 +1,17 @@
 //! Spread (docs/design.md#spread): each recurring job's occurrences move by a fixed offset
-//! in `[0, spread)` derived from the job id with a stable hash (FNV-1a, then MurmurHash3's
-//! finalizer), so every host and every restart computes the same offset, and so the same
-//! occurrence always has the same claim key. Rust's randomized hasher would not do.
+//! in `[0, spread)` derived from the job id with the crate's stable hash (`core::stable_hash`:
+//! FNV-1a, then MurmurHash3's finalizer), so every host and every restart computes the
+//! same offset, and so the same occurrence always has the same claim key. Rust's randomized hasher would not do.
 
 /// The largest spread accepted (`cron.spread_seconds`, a job's `spread`): one day.
 pub const MAX_SPREAD_SECS: u32 = 86_400;
-
-/// FNV-1a (64 bit). It must never change: a job's offset, and so its claim keys, hang on it.
-fn fnv1a(key: &str) -> u64 {
-    key.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
-}
-
-/// MurmurHash3's 64-bit finalizer: FNV's low bits are weak for ids that differ only in
-/// their last characters (`agent-0001`, `agent-0002`), and the offset is taken from them.
-fn fmix64(mut h: u64) -> u64 {
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    h ^ (h >> 33)
-}
 
 /// The offset in seconds, in `[0, spread)`, of the job `job_id` (0 when `spread` is 0).
 pub fn offset(job_id: &str, spread: u32) -> i64 {
     if spread == 0 {
         return 0;
     }
-    i64::try_from(fmix64(fnv1a(job_id)) % u64::from(spread)).unwrap_or(0)
+    i64::try_from(crate::core::stable_hash::stable64(job_id) % u64::from(spread)).unwrap_or(0)
 }
 
 /// Checks a spread value (config or job field): `0..=86400` seconds.
@@ -43,9 +28,7 @@ mod tests {
 
     #[test]
     fn offsets_are_stable_and_in_range() {
-        // Fixed values: a change of the hash would move every job's claim keys.
-        assert_eq!(fnv1a(""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(fnv1a("a"), 0xaf63_dc4c_8601_ec8c);
+        // The hash is pinned in `core::stable_hash`: a change would move every job's claim keys.
         assert_eq!(offset("daily-news", 0), 0);
         assert_eq!(offset("daily-news", 1), 0);
         assert_eq!(offset("daily-news", 600), offset("daily-news", 600));
@@ -78,7 +61,7 @@ mod tests {
         let random: Vec<String> = (0..15_000)
             .map(|_| {
                 x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-                format!("{:012x}", fmix64(x) & 0xffff_ffff_ffff)
+                format!("{:012x}", crate::core::stable_hash::fmix64(x) & 0xffff_ffff_ffff)
             })
             .collect();
         for (what, ids) in [("10,000 jobs", &named), ("15,000 jobs", &random)] {
