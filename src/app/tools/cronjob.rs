@@ -223,7 +223,8 @@ async fn cronjob(app: &App, mut args: Value, origin: Option<&Origin>) -> Result<
             match Box::pin(app.run_now(&job.id, once.as_deref())).await.map_err(e)? {
                 // The model gets the run's output too: it asked for the run.
                 FireStatus::Ran { run, .. } => Ok(json!({"ran": job.id, "status": run.status, "output": run.output})),
-                other => Ok(json!({"status": format!("{other:?}")})),
+                // The fire's one JSON shape (`paused`, `duplicate`, `gone`, `stale`), as every transport answers.
+                other => Ok(other.to_json()),
             }
         }
         other => Err(format!("unknown action `{other}` (create, list, update, pause, resume, remove, run)")),

@@ -210,3 +210,15 @@ async fn a_chat_feeds_a_job_only_the_outputs_of_its_own_jobs() {
     let (err, v) = run(&app, &boss, "cronjob", create(&b_id)).await;
     assert!(!err, "an admin sees every job: {v}");
 }
+
+#[tokio::test]
+async fn cronjob_run_of_a_paused_job_answers_paused_as_the_fire_route_does() {
+    let app = app("");
+    let a = chat("A", "ann");
+    make_job(&app, &a, "job-p").await;
+    let (err, v) = run(&app, &a, "cronjob", json!({"action": "pause", "job_id": "job-p"})).await;
+    assert!(!err, "{v}");
+    let (err, v) = run(&app, &a, "cronjob", json!({"action": "run", "job_id": "job-p"})).await;
+    assert!(!err, "{v}");
+    assert_eq!(v, json!({"status": "paused"}), "the fire's JSON shape, not a Rust enum name");
+}
