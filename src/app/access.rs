@@ -53,12 +53,24 @@ impl App {
         self.inner.store.get_job(id).await.ok().flatten()
     }
 
+    /// The access rules a job's `deliver` targets are checked by: the configured ones, with
+    /// the stored `/sethome` home channels (read only when a target names a chat, so a job
+    /// without one costs no store read).
+    pub(in crate::app) async fn delivery_rules(&self, deliver: &[String]) -> AccessRules {
+        if deliver.iter().any(|t| t.contains(':')) { self.access_with(&self.homes().await) } else { self.access() }
+    }
+
     /// Checks a job's `deliver` targets for a caller in chat `caller` (`None`: the operator's
-    /// CLI, REST API or jobs.json). `local`, `origin` (the chat the job was made in) and a
-    /// bare platform (its home channel) always pass; a `platform:chat_id[:thread_id]` must
-    /// pass the delivery policy ([`AppError::NotAllowed`] otherwise).
-    pub(in crate::app) fn check_job_delivery(&self, deliver: &[String], caller: Option<&Origin>) -> Result<(), AppError> {
-        let rules = self.access();
+    /// CLI, REST API or jobs.json) by `rules` ([`App::delivery_rules`]). `local`, `origin`
+    /// (the chat the job was made in) and a bare platform (its home channel) always pass; a
+    /// `platform:chat_id[:thread_id]` must pass the delivery policy ([`AppError::NotAllowed`]
+    /// otherwise).
+    pub(in crate::app) fn check_job_delivery(
+        &self,
+        rules: &AccessRules,
+        deliver: &[String],
+        caller: Option<&Origin>,
+    ) -> Result<(), AppError> {
         let admin = rules.is_admin(caller);
         for label in deliver {
             let mut parts = label.trim().splitn(3, ':');

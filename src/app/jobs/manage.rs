@@ -36,7 +36,8 @@ impl App {
     /// CLI and REST API; a `declared` job of the operator's jobs.json is not held to it).
     pub(in crate::app) async fn create_job(&self, spec: JobSpec, declared: bool, caller: Option<&Origin>) -> Result<Job, AppError> {
         if !declared {
-            self.check_job_delivery(&spec.deliver, caller)?;
+            let rules = self.delivery_rules(&spec.deliver).await;
+            self.check_job_delivery(&rules, &spec.deliver, caller)?;
             check_script_fields(&spec)?;
         }
         if spec.past_one_shot {
@@ -91,6 +92,12 @@ impl App {
         let obj = patch.as_object().ok_or_else(|| AppError::BadRequest("the update must be a JSON object".into()))?;
         let now = self.inner.clock.now();
         let tz = self.inner.cfg.tz;
+        // New targets are checked with the stored home channels too; read once, before the
+        // compare-and-set loop, and only when the patch names targets.
+        let rules = match obj.get("deliver") {
+            Some(_) => self.access_with(&self.homes().await),
+            None => self.access(),
+        };
         self.modify_job(id, |j| {
             let mut merged = serde_json::json!({
                 "id": j.id, "name": j.name, "schedule": j.schedule_text, "prompt": j.prompt, "skills": j.skills,
@@ -112,7 +119,7 @@ impl App {
             }
             let spec = jobfile::parse_job(&merged, now, tz).map_err(AppError::BadRequest)?;
             if spec.deliver != j.deliver {
-                self.check_job_delivery(&spec.deliver, caller)?;
+                self.check_job_delivery(&rules, &spec.deliver, caller)?;
             }
             if spec.script != j.script || spec.workdir != j.workdir {
                 check_script_fields(&spec)?;

@@ -99,6 +99,18 @@ async fn sethome_makes_this_chat_the_home_and_wins_over_config() {
     // A non-admin job made in u1's chat may now deliver to the new home explicitly.
     let homes = k.app.homes().await;
     assert!(k.app.access_with(&homes).check_delivery(false, Some(&origin("u1")), "telegram", "chat-u2", None).is_ok());
+    // And the job's creation and update hold it to the same rules (the stored home counts).
+    let spec = |id: &str, deliver: &str| {
+        let v = serde_json::json!({"id": id, "schedule": "every 1h", "prompt": "p", "deliver": deliver});
+        crate::core::jobfile::parse_job(&v, k.now, chrono_tz::UTC).unwrap()
+    };
+    let u1 = origin("u1");
+    let made = k.app.create_job(spec("to-home", "telegram:chat-u2"), false, Some(&u1)).await;
+    assert!(made.is_ok(), "{:?}", made.err());
+    let refused = k.app.create_job(spec("elsewhere", "telegram:chat-u9"), false, Some(&u1)).await;
+    assert!(matches!(refused, Err(crate::app::AppError::NotAllowed(_))), "{refused:?}");
+    let moved = k.app.update_job("to-home", &serde_json::json!({"deliver": "telegram:chat-u2:7"}), Some(&u1)).await;
+    assert!(moved.is_ok(), "{:?}", moved.err());
 }
 
 #[tokio::test]
