@@ -343,6 +343,14 @@ fn doctor_reports_missing_skills_and_bad_jobs_files() {
         out.contains("warning:") && out.contains("skipped job #0") && out.contains("job #1 (s)") && out.contains("requires a script"),
         "{out}"
     );
+    // A script job whose script is missing fails doctor, naming the file; present, it passes.
+    home.write("cron/jobs.json", r#"[{"id":"w","schedule":"every 5m","script":"disk.sh","no_agent":true}]"#);
+    let o = cli(home.path(), &["doctor"], &[("TELEGRAM_BOT_TOKEN", "")]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).contains("runs script `disk.sh`") && stdout(&o).contains("does not exist"), "{}", stdout(&o));
+    home.write("scripts/disk.sh", "echo ok\n");
+    let o = cli(home.path(), &["doctor"], &[("TELEGRAM_BOT_TOKEN", "")]);
+    assert!(o.status.success(), "{}", stdout(&o));
     // Not a job list at all: a failure naming the file.
     home.write("cron/jobs.json", "not json");
     let o = cli(home.path(), &["doctor"], &[("TELEGRAM_BOT_TOKEN", "")]);

@@ -34,6 +34,16 @@ pub async fn jobs_and_provider(home: &Path, cfg: &Loaded, store: Option<&dyn Sto
                             problems.push(format!("job `{}` binds skill `{skill}` but {} does not exist", s.id, p.display()));
                         }
                     }
+                    if let Some(script) = &s.script {
+                        let p = home.join(crate::core::script::SCRIPTS_DIR).join(script);
+                        match crate::core::script::check_path(script) {
+                            Err(e) => problems.push(format!("job `{}`: {e}", s.id)),
+                            Ok(()) if !p.is_file() => {
+                                problems.push(format!("job `{}` runs script `{script}` but {} does not exist", s.id, p.display()))
+                            }
+                            Ok(()) => {}
+                        }
+                    }
                 }
             }
         },
