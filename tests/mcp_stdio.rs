@@ -46,6 +46,12 @@ async fn a_stdio_server_gets_no_gateway_secret() {
         bin()
     );
     home.write("config.yaml", &config(Some(&llm), None, &extra));
+    // The tool list is cached first (as in the test above): a gateway on a fresh home fetches
+    // it in the background, so under load its first turn could be offered no `probe` tools.
+    // The call below still spawns the child from the gateway, with the gateway's environment.
+    let h = home.path().to_path_buf();
+    let out = tokio::task::spawn_blocking(move || cli(&h, &["mcp", "list"], &[])).await.unwrap();
+    assert!(stdout(&out).contains("mcp_probe_env"), "{}{}", stdout(&out), stderr(&out));
     let secrets = [
         ("SLACK_SIGNING_SECRET", "slack-signing-s3cret"),
         ("SLACK_BOT_TOKEN", "xoxb-s3cret"),
@@ -63,7 +69,7 @@ async fn a_stdio_server_gets_no_gateway_secret() {
     let req = &llm.requests()[1];
     let tool = req["messages"].as_array().unwrap().iter().rev().find(|m| m["role"] == "tool").unwrap();
     let result: Value = serde_json::from_str(tool["content"].as_str().unwrap()).unwrap();
-    let env: Value = serde_json::from_str(result["result"].as_str().unwrap()).unwrap();
+    let env: Value = serde_json::from_str(result["result"].as_str().unwrap_or_else(|| panic!("not a tool result: {result}"))).unwrap();
     let env = env.as_object().unwrap();
     assert_eq!(env.get("PROBE_OWN").and_then(Value::as_str), Some("given-by-config"), "the server's own entry: {env:?}");
     assert_eq!(env.get("TZ").and_then(Value::as_str), Some("Europe/Berlin"), "{env:?}");
