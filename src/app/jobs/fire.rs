@@ -4,10 +4,10 @@
 //! (the run half is `jobs::run`).
 
 use crate::app::cas::{again, retry_cas};
-use crate::app::jobs::types::{RunStart, run_id};
+use crate::app::jobs::types::{RunStart, ended_run};
 use crate::app::types::{LEASE_MARGIN_SECS, TURN_BUDGET_SECS};
 use crate::app::{App, AppError, FireStatus};
-use crate::core::job::{Decision, Job, JobState, Occurrence, Overlap, RunOutcome, RunRecord, RunStatus, RunningMark, decide};
+use crate::core::job::{Decision, Job, JobState, Occurrence, Overlap, RunOutcome, RunStatus, RunningMark, decide};
 use crate::ports::Claim;
 use chrono::{DateTime, Duration, Utc};
 
@@ -213,19 +213,7 @@ impl App {
         }
         let now = self.inner.clock.now();
         let occ = Occurrence::new(&job.id, mark.fire_at);
-        let run = RunRecord {
-            run_id: run_id(&occ, now),
-            job_id: job.id.clone(),
-            fire_at: occ.fire_at,
-            trigger: "recovery".into(),
-            started_at: mark.started_at,
-            finished_at: Some(now),
-            status: RunOutcome::Interrupted,
-            output: String::new(),
-            error: j.last_error.clone(),
-            deliveries: vec![],
-            session_id: String::new(),
-        };
+        let run = ended_run(&occ, "recovery", mark.started_at, now, RunOutcome::Interrupted, String::new(), j.last_error.clone());
         self.inner.store.finish_run(&run, self.inner.cfg.settings.cron.output_retention).await?;
         tracing::warn!(job_id = %job.id, occurrence = %occ.key(), "job run interrupted by a crash; not re-run");
         Ok(true)

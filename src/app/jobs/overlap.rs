@@ -4,9 +4,9 @@
 //! the job's `next_run_at` and leaves the running run its mark, and the occurrence is
 //! recorded `skipped`. A job with `overlap: allow` runs it instead (the fire path).
 
-use crate::app::jobs::types::run_id;
+use crate::app::jobs::types::ended_run;
 use crate::app::{App, AppError, FireStatus};
-use crate::core::job::{Job, Occurrence, RunOutcome, RunRecord, RunStatus, decide};
+use crate::core::job::{Job, Occurrence, RunOutcome, RunStatus, decide};
 use crate::ports::{Claim, FireFinish};
 use chrono::{DateTime, Utc};
 
@@ -57,19 +57,7 @@ impl App {
         });
         let error = format!("skipped: the previous run is still running{running}; set `overlap: allow` to run occurrences side by side");
         tracing::warn!(job_id = %job.id, occurrence = %occ.key(), trigger, "{error}");
-        let run = RunRecord {
-            run_id: run_id(occ, now),
-            job_id: job.id.clone(),
-            fire_at: occ.fire_at,
-            trigger: trigger.into(),
-            started_at: now,
-            finished_at: Some(now),
-            status: RunOutcome::Skipped,
-            output: String::new(),
-            error: Some(error),
-            deliveries: vec![],
-            session_id: String::new(),
-        };
+        let run = ended_run(occ, trigger, now, now, RunOutcome::Skipped, String::new(), Some(error));
         let finish = FireFinish {
             run: run.clone(),
             retention: self.inner.cfg.settings.cron.output_retention,

@@ -6,7 +6,7 @@
 use crate::app::cas::retry_cas;
 use crate::app::jobs::mirror::mirror_enabled;
 use crate::app::jobs::script::ScriptEnd;
-use crate::app::jobs::types::{PREAMBLE, RunStart, Tail, is_silent, run_id, wrap_response};
+use crate::app::jobs::types::{PREAMBLE, RunStart, Tail, ended_run, is_silent, run_id, wrap_response};
 use crate::app::turn::agent;
 use crate::app::turn::types::TurnSpec;
 use crate::app::types::TURN_BUDGET_SECS;
@@ -76,19 +76,8 @@ impl App {
         let text = format!("⏰ Scheduled job '{}' was missed: it was due at {} and did not run.", job.name, occ.fire_at.to_rfc3339());
         let mut tail = Tail::default();
         let deliveries = self.deliver_job_output(job, occ, &text, None, &mut tail).await;
-        let run = RunRecord {
-            run_id: run_id(occ, now),
-            job_id: job.id.clone(),
-            fire_at: occ.fire_at,
-            trigger: trigger.into(),
-            started_at: now,
-            finished_at: Some(now),
-            status: RunOutcome::Missed,
-            output: text,
-            error: job.last_error.clone(),
-            deliveries,
-            session_id: String::new(),
-        };
+        let mut run = ended_run(occ, trigger, now, now, RunOutcome::Missed, text, job.last_error.clone());
+        run.deliveries = deliveries;
         (run, tail)
     }
 

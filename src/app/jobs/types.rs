@@ -2,7 +2,7 @@
 //! run's start and owed writes ([`RunStart`], [`Tail`]). It imports no other file of `jobs`.
 
 use crate::core::ids::SessionId;
-use crate::core::job::Occurrence;
+use crate::core::job::{Occurrence, RunOutcome, RunRecord};
 use crate::core::session::Message;
 use crate::ports::RunAppend;
 use chrono::{DateTime, Utc};
@@ -37,6 +37,32 @@ pub(in crate::app) fn run_id(occ: &Occurrence, now: DateTime<Utc>) -> String {
         occ.fire_at.format("%Y%m%dT%H%M%SZ"),
         (now.timestamp_subsec_micros() ^ rand::random::<u32>()) & 0xff_ffff
     )
+}
+
+/// A run that ended as it was recorded, with no session and no model call (missed, skipped,
+/// interrupted): finished `now`, started `started`.
+pub(in crate::app) fn ended_run(
+    occ: &Occurrence,
+    trigger: &str,
+    started: DateTime<Utc>,
+    now: DateTime<Utc>,
+    status: RunOutcome,
+    output: String,
+    error: Option<String>,
+) -> RunRecord {
+    RunRecord {
+        run_id: run_id(occ, now),
+        job_id: occ.job_id.clone(),
+        fire_at: occ.fire_at,
+        trigger: trigger.into(),
+        started_at: started,
+        finished_at: Some(now),
+        status,
+        output,
+        error,
+        deliveries: vec![],
+        session_id: String::new(),
+    }
 }
 
 /// A job run's fresh session and its first message (the prompt), written with the claim.
