@@ -248,7 +248,6 @@ pub const HERMES_SECTIONS: &[&str] = &[
     "voice",
     "human_delay",
     "context",
-    "delegation",
     "prefill_messages_file",
     "goals",
     "moa",
@@ -334,6 +333,7 @@ pub const HERMES_OPEN_SECTIONS: &[&str] = &[
     "fallback_providers",
     "stt",
     "web",
+    "delegation",
 ];
 
 /// Lays the Hermes places over the flat keys (the Hermes place wins where both are set).

@@ -5,6 +5,7 @@
 //! Knows file formats, key names and the provider table (`models`); knows nothing of HTTP,
 //! stores or model clients.
 
+mod delegation;
 mod env;
 mod hermes;
 mod load;
@@ -14,6 +15,7 @@ pub mod provider;
 mod types;
 mod web;
 
+pub use delegation::*;
 pub use env::Env;
 pub use hermes::*;
 pub use load::{ConfigError, Loaded, Parsed, Secrets, load_settings, parse_yaml, parse_yaml_full, platform_env_prefix};

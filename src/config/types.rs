@@ -77,6 +77,8 @@ pub struct Settings {
     pub stt: SttSettings,
     /// Hermes' `web:` (the `web_search`/`web_extract` backends, docs/tools.md).
     pub web: super::WebSettings,
+    /// Hermes' `delegation:` (`delegate_task`'s limits, docs/tools.md).
+    pub delegation: super::DelegationSettings,
 }
 
 impl Default for Settings {
@@ -114,6 +116,7 @@ impl Default for Settings {
             fallback_providers: None,
             stt: SttSettings::default(),
             web: super::WebSettings::default(),
+            delegation: super::DelegationSettings::default(),
         }
     }
 }

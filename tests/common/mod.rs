@@ -78,6 +78,12 @@ pub struct LlmInner {
     pub script: VecDeque<Reply>,
     pub delay_ms: u64,
     pub spans: Vec<(Instant, Instant)>,
+    /// Picks the answer of the requests it knows, before the script (see [`FakeLlm::route`]).
+    pub router: Option<Arc<dyn Fn(&Value) -> Option<Reply> + Send + Sync>>,
+    /// Holds the requests it matches until this many of them arrived (see [`FakeLlm::hold_until`]).
+    pub gate: Option<(usize, Arc<dyn Fn(&Value) -> bool + Send + Sync>)>,
+    /// Gated requests arrived, gated requests in flight now, and the most seen in flight.
+    pub gated: (usize, usize, usize),
 }
 
 /// A fake OpenAI-compatible `/v1/chat/completions`. Without a script it echoes the last
@@ -111,20 +117,62 @@ impl FakeLlm {
     pub fn auth(&self) -> Vec<Option<String>> {
         self.inner.lock().unwrap().auth.clone()
     }
+    /// Answers the requests `f` returns a reply for (the script is not consumed by them).
+    pub fn route(&self, f: impl Fn(&Value) -> Option<Reply> + Send + Sync + 'static) {
+        self.inner.lock().unwrap().router = Some(Arc::new(f));
+    }
+    /// Holds every request `when` matches until `n` such requests have arrived (at most 10 s),
+    /// so requests made one after another never overlap while concurrent ones all do; see
+    /// [`FakeLlm::peak_in_flight`].
+    pub fn hold_until(&self, n: usize, when: impl Fn(&Value) -> bool + Send + Sync + 'static) {
+        self.inner.lock().unwrap().gate = Some((n, Arc::new(when)));
+    }
+    /// The most gated requests that were in flight at once.
+    pub fn peak_in_flight(&self) -> usize {
+        self.inner.lock().unwrap().gated.2
+    }
+}
+
+/// Waits (≤ 10 s) until the gate's count of arrivals is reached, if `body` is gated; returns
+/// whether it was (its in-flight count is then to be released).
+async fn pass_gate(inner: &Arc<Mutex<LlmInner>>, body: &Value) -> bool {
+    let n = {
+        let mut g = inner.lock().unwrap();
+        let Some((n, when)) = g.gate.clone() else { return false };
+        if !when(body) {
+            return false;
+        }
+        g.gated.0 += 1;
+        g.gated.1 += 1;
+        g.gated.2 = g.gated.2.max(g.gated.1);
+        n
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while inner.lock().unwrap().gated.0 < n && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    true
 }
 
 async fn llm_handler(State(inner): State<Arc<Mutex<LlmInner>>>, headers: axum::http::HeaderMap, Json(body): Json<Value>) -> Response {
     let start = Instant::now();
+    let gated = pass_gate(&inner, &body).await;
     let (reply, delay) = {
         let mut g = inner.lock().unwrap();
         g.requests.push(body.clone());
         g.auth.push(headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_string));
-        (g.script.pop_front(), g.delay_ms)
+        let routed = g.router.clone().and_then(|f| f(&body));
+        (routed.or_else(|| g.script.pop_front()), g.delay_ms)
     };
     if delay > 0 {
         tokio::time::sleep(Duration::from_millis(delay)).await;
     }
-    inner.lock().unwrap().spans.push((start, Instant::now()));
+    let mut g = inner.lock().unwrap();
+    g.spans.push((start, Instant::now()));
+    if gated {
+        g.gated.1 -= 1;
+    }
+    drop(g);
     let last_user = body["messages"]
         .as_array()
         .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
@@ -314,6 +362,11 @@ pub fn last_user(req: &Value) -> String {
         .and_then(|m| m["content"].as_str())
         .unwrap_or("")
         .to_string()
+}
+
+/// The content of the newest tool message of a recorded model request.
+pub fn last_tool_result(req: &Value) -> String {
+    req["messages"].as_array().unwrap().iter().rev().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_string()
 }
 
 /// All user texts of a transcript returned by `GET /api/sessions/{id}`.

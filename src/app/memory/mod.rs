@@ -241,7 +241,15 @@ impl App {
                 .map(|x| Message::text(x.role, x.content.clone(), x.at)),
         );
         prompt.push(Message::text(Role::User, memory::flush_prompt(&live), now));
-        let ctx = ToolCtx { app: self, session_id: session, origin: Some(origin), kind: TurnKind::Chat, deadline: None, call_id: None };
+        let ctx = ToolCtx {
+            app: self,
+            session_id: session,
+            origin: Some(origin),
+            kind: TurnKind::Chat,
+            deadline: None,
+            call_id: None,
+            turn: None,
+        };
         let toolset = self.inner.tools.toolset(&ctx).only(&["memory"]);
         if toolset.is_empty() {
             return Ok(());

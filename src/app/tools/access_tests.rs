@@ -40,7 +40,7 @@ fn dm(user: &str) -> Origin {
 }
 
 async fn tool(app: &App, sid: &SessionId, origin: &Origin, name: &str, args: Value) -> (bool, Value) {
-    let c = ToolCtx { app, session_id: sid, origin: Some(origin), kind: TurnKind::Chat, deadline: None, call_id: Some("c1") };
+    let c = ToolCtx { app, session_id: sid, origin: Some(origin), kind: TurnKind::Chat, deadline: None, call_id: Some("c1"), turn: None };
     let call = ToolCall { id: "c1".into(), name: name.into(), arguments: args.to_string() };
     let r = app.inner.tools.toolset(&c).execute(&c, &call).await;
     (r.is_error, serde_json::from_str(&r.content).unwrap_or(Value::String(r.content)))

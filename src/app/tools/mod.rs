@@ -12,8 +12,10 @@
 
 #[cfg(test)]
 mod access_tests;
+mod clarify;
 mod cronjob;
 mod current_time;
+mod delegate;
 pub mod mcp;
 mod memory;
 mod registry;
@@ -26,12 +28,16 @@ mod session_search;
 mod skills;
 #[cfg(test)]
 mod tests;
+mod todo;
+mod turn_hooks;
 mod web_extract;
 mod web_fetch;
 mod web_search;
 
 pub use cronjob::job_view;
+pub use delegate::CHILD_BLOCKED_TOOLS;
 pub use registry::{DuplicateTool, ToolRegistry, ToolResult, Toolset, job_toolsets};
+pub use turn_hooks::{ChildOutcome, ChildTask, TurnHooks};
 pub use web_fetch::{Limits as WebFetchLimits, WebFetch};
 
 use crate::app::App;
@@ -62,7 +68,7 @@ pub struct ToolPorts {
 /// The registry of the tools this build ships, in the order they are offered. Adding a
 /// tool is one line here.
 pub fn builtin(ports: &ToolPorts) -> ToolRegistry {
-    let tools: [Arc<dyn Tool>; 10] = [
+    let tools: [Arc<dyn Tool>; 13] = [
         Arc::new(current_time::CurrentTime),
         Arc::new(cronjob::Cronjob),
         Arc::new(memory::MemoryTool),
@@ -73,6 +79,9 @@ pub fn builtin(ports: &ToolPorts) -> ToolRegistry {
         Arc::new(web_search::WebSearch::new(ports.web_search.clone())),
         Arc::new(web_extract::WebExtract::new(ports.web_extract.clone(), ports.dns.clone())),
         Arc::new(session_search::SessionSearch),
+        Arc::new(todo::Todo),
+        Arc::new(clarify::Clarify),
+        Arc::new(delegate::DelegateTask),
     ];
     let registry = ToolRegistry::default();
     for tool in tools {
@@ -135,6 +144,10 @@ pub struct ToolCtx<'a> {
     /// when the context is built for a whole turn). Tools with side effects key their
     /// at-most-once records on it, so a replayed call does not act twice.
     pub call_id: Option<&'a str>,
+    /// The turn loop running this call, for the tools that steer it (`clarify` ends the
+    /// turn, `delegate_task` runs child loops); `None` where no turn loop is behind the call
+    /// (a delegated child's own calls).
+    pub turn: Option<&'a dyn TurnHooks>,
 }
 
 impl ToolCtx<'_> {

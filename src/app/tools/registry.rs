@@ -131,6 +131,11 @@ impl Toolset {
         Self { tools: self.tools.into_iter().filter(|t| toolsets.contains(&t.toolset())).collect() }
     }
 
+    /// A copy of this set without the tools named (what a delegated child is offered).
+    pub fn without(&self, names: &[&str]) -> Self {
+        Self { tools: self.tools.iter().filter(|t| !names.contains(&t.name())).cloned().collect() }
+    }
+
     /// Whether no tool is offered.
     pub fn is_empty(&self) -> bool {
         self.tools.is_empty()

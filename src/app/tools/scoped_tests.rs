@@ -19,7 +19,7 @@ fn chat(id: &str, user: &str) -> Origin {
 
 async fn run(app: &App, origin: &Origin, name: &str, args: Value) -> (bool, Value) {
     let sid = SessionId::named("s1".into());
-    let c = ToolCtx { app, session_id: &sid, origin: Some(origin), kind: TurnKind::Chat, deadline: None, call_id: None };
+    let c = ToolCtx { app, session_id: &sid, origin: Some(origin), kind: TurnKind::Chat, deadline: None, call_id: None, turn: None };
     let call = ToolCall { id: "c".into(), name: name.into(), arguments: args.to_string() };
     let r = app.inner.tools.toolset(&c).execute(&c, &call).await;
     (r.is_error, serde_json::from_str(&r.content).unwrap_or(Value::String(r.content)))

@@ -32,7 +32,7 @@ async fn say(app: &App, chat: &str, text: &str) -> SessionId {
 
 async fn search(app: &App, sid: &SessionId, args: Value) -> (bool, Value) {
     let o = origin("c1");
-    let c = ToolCtx { app, session_id: sid, origin: Some(&o), kind: TurnKind::Chat, deadline: None, call_id: None };
+    let c = ToolCtx { app, session_id: sid, origin: Some(&o), kind: TurnKind::Chat, deadline: None, call_id: None, turn: None };
     let call = ToolCall { id: "c".into(), name: "session_search".into(), arguments: args.to_string() };
     let r = app.inner.tools.toolset(&c).execute(&c, &call).await;
     (r.is_error, serde_json::from_str(&r.content).unwrap_or(Value::String(r.content)))

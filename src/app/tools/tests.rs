@@ -16,7 +16,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 const NOW: &str = "2025-03-01T12:00:00Z";
 
 /// The built-in tools a job run is offered.
-const JOB_TOOLS: [&str; 5] = ["current_time", "skills_list", "skill_view", "web_fetch", "session_search"];
+const JOB_TOOLS: [&str; 8] =
+    ["current_time", "skills_list", "skill_view", "web_fetch", "session_search", "todo", "clarify", "delegate_task"];
 
 fn test_app() -> App {
     TestApp::new(NOW.parse().unwrap()).yaml("timezone: Europe/Berlin\n").llm(CountingLlm::new("ok")).build()
@@ -31,7 +32,7 @@ fn sid() -> SessionId {
 }
 
 fn ctx<'a>(app: &'a App, sid: &'a SessionId, origin: Option<&'a Origin>, kind: TurnKind) -> ToolCtx<'a> {
-    ToolCtx { app, session_id: sid, origin, kind, deadline: None, call_id: None }
+    ToolCtx { app, session_id: sid, origin, kind, deadline: None, call_id: None, turn: None }
 }
 
 fn call(name: &str, arguments: &str) -> ToolCall {
@@ -86,7 +87,10 @@ fn builtin_names_are_unique_and_in_offer_order() {
             "web_fetch",
             "web_search",
             "web_extract",
-            "session_search"
+            "session_search",
+            "todo",
+            "clarify",
+            "delegate_task"
         ]
     );
 }
@@ -94,7 +98,10 @@ fn builtin_names_are_unique_and_in_offer_order() {
 #[test]
 fn every_builtin_names_its_hermes_toolset_and_the_registry_answers_by_toolset() {
     let r = builtin(&crate::test_support::tool_ports());
-    assert_eq!(r.toolsets(), ["time", "cronjob", "memory", "messaging", "skills", "web", "session_search"]);
+    assert_eq!(
+        r.toolsets(),
+        ["time", "cronjob", "memory", "messaging", "skills", "web", "session_search", "todo", "clarify", "delegation"]
+    );
     for (set, tools) in [
         ("time", &["current_time"][..]),
         ("cronjob", &["cronjob"]),
@@ -103,6 +110,9 @@ fn every_builtin_names_its_hermes_toolset_and_the_registry_answers_by_toolset() 
         ("skills", &["skills_list", "skill_view"]),
         ("web", &["web_fetch", "web_search", "web_extract"]),
         ("session_search", &["session_search"]),
+        ("todo", &["todo"]),
+        ("clarify", &["clarify"]),
+        ("delegation", &["delegate_task"]),
     ] {
         assert_eq!(r.of_toolsets(&[set]), tools, "{set}");
     }
@@ -133,7 +143,19 @@ fn chat_turns_get_cronjob_and_job_runs_do_not() {
     // No web backend is configured here: web_search and web_extract are not offered.
     assert_eq!(
         names(&chat),
-        ["current_time", "cronjob", "memory", "send_message", "skills_list", "skill_view", "web_fetch", "session_search"]
+        [
+            "current_time",
+            "cronjob",
+            "memory",
+            "send_message",
+            "skills_list",
+            "skill_view",
+            "web_fetch",
+            "session_search",
+            "todo",
+            "clarify",
+            "delegate_task"
+        ]
     );
     let job = app.inner.tools.toolset(&ctx(&app, &sid, None, TurnKind::Job));
     assert_eq!(names(&job), JOB_TOOLS, "Hermes' cron runs have no messaging toolset");

@@ -3,6 +3,7 @@
 //! final answer is handed back for the fire to store with its next write.
 
 use crate::app::tools::ToolCtx;
+use crate::app::turn::children::Hooks;
 use crate::app::turn::lease::append;
 use crate::app::turn::stream::Segment;
 use crate::app::turn::types::{Leased, STOP_POLL, TurnOutput, TurnSpec};
@@ -42,13 +43,23 @@ where
     if let Some(origin) = &spec.origin {
         app.load_images(&origin.platform, &mut prompt).await;
     }
-    let ctx =
-        ToolCtx { app, session_id: spec.session_id, origin: spec.origin.as_ref(), kind: spec.kind, deadline: spec.deadline, call_id: None };
+    let ctx = ToolCtx {
+        app,
+        session_id: spec.session_id,
+        origin: spec.origin.as_ref(),
+        kind: spec.kind,
+        deadline: spec.deadline,
+        call_id: None,
+        turn: None,
+    };
     let mut toolset = app.inner.tools.toolset(&ctx);
     if !spec.toolsets.is_empty() {
         let enabled = crate::app::tools::job_toolsets(&spec.toolsets, &app.inner.tools.toolsets());
         toolset = toolset.in_toolsets(&enabled.iter().map(String::as_str).collect::<Vec<_>>());
     }
+    // What `clarify` and `delegate_task` ask of this turn (ending it, running children).
+    let hooks = Hooks::new(&ctx, &toolset, spec.model.clone(), spec.route.clone());
+    let ctx = ToolCtx { turn: Some(&hooks), ..ctx };
     let tools = toolset.specs();
     let mut out = TurnOutput { input_tokens: context.input_tokens, output_tokens: context.output_tokens, ..TurnOutput::default() };
     let mut repeats = crate::app::turn::tool_guard::RepeatGuard::default();
@@ -88,38 +99,7 @@ where
         let mut msg = Message::text(Role::Assistant, resp.content.clone(), now);
         msg.model = (!resp.model.is_empty()).then(|| resp.model.clone());
         if resp.tool_calls.is_empty() {
-            // A newer message may have come in while the model answered (the poll above runs
-            // only every STOP_POLL): a superseded turn delivers nothing of its own. Under a
-            // lease the answer's write is conditioned on the entry's version, which any stop
-            // request changes; otherwise the store is asked first.
-            let stored = match &leased {
-                Some(l) => app.settle_turn(l, &msg, (out.input_tokens, out.output_tokens), seg.is_none()).await?.map(Some),
-                None if stop().await => None,
-                // A job run's answer is held: the fire stores it with its ledger row or finish.
-                None if spec.kind == TurnKind::Job => {
-                    out.held = Some(msg);
-                    out.held_prompt = unstored.pop();
-                    Some(None)
-                }
-                None => {
-                    append(app, &spec, &with_unstored(&mut unstored, std::slice::from_ref(&msg))).await?;
-                    Some(None)
-                }
-            };
-            let Some(settled) = stored else {
-                tracing::info!(session_id = %spec.session_id, "turn superseded as the model answered; its answer is dropped");
-                out.interrupted = true;
-                return Ok(out);
-            };
-            out.settled = settled;
-            if out.held.is_none() {
-                crate::app::crash::crash_point("turn:answer_stored");
-            }
-            if let Some(s) = seg {
-                s.finish(Some(&resp.content)).await;
-                out.streamed = true;
-            }
-            out.reply = resp.content;
+            finish(app, &spec, leased.as_ref(), &mut out, &mut unstored, msg, seg, &mut stop).await?;
             return Ok(out);
         }
         // Text before a tool call stays as its own message (Hermes); the next call's text
@@ -139,9 +119,18 @@ where
             t.duration_ms = Some(result.duration_ms);
             step.push(t);
         }
+        let (child_in, child_out) = hooks.take_usage();
+        out.input_tokens += child_in;
+        out.output_tokens += child_out;
         append(app, &spec, &with_unstored(&mut unstored, &step)).await?;
         out.appended += step.len() as u64;
         prompt.extend(step);
+        // `clarify` asked: its question is this turn's answer; the next message answers it.
+        if let Some(question) = hooks.take_end() {
+            let msg = Message::text(Role::Assistant, question, app.inner.clock.now());
+            finish(app, &spec, leased.as_ref(), &mut out, &mut unstored, msg, None, &mut stop).await?;
+            return Ok(out);
+        }
         if stop().await {
             out.interrupted = true;
             return Ok(out);
@@ -152,6 +141,60 @@ where
     append(app, &spec, &with_unstored(&mut unstored, &[note])).await?;
     out.appended += 1;
     Ok(out)
+}
+
+/// Stores the turn's final answer `msg` and puts it in `out` (see [`run_leased`]): under a
+/// lease in its settling write, a job run's held for the fire, else appended; `seg` (the
+/// answer's stream, if it streamed) is finished with it. A turn superseded meanwhile drops
+/// the answer and is marked interrupted.
+#[allow(clippy::too_many_arguments)]
+async fn finish<F, Fut>(
+    app: &App,
+    spec: &TurnSpec<'_>,
+    leased: Option<&Leased<'_>>,
+    out: &mut TurnOutput,
+    unstored: &mut Vec<Message>,
+    msg: Message,
+    seg: Option<Segment>,
+    stop: &mut F,
+) -> Result<(), AppError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    // A newer message may have come in while the model answered (the poll runs only every
+    // STOP_POLL): a superseded turn delivers nothing of its own. Under a lease the answer's
+    // write is conditioned on the entry's version, which any stop request changes; otherwise
+    // the store is asked first.
+    let stored = match leased {
+        Some(l) => app.settle_turn(l, &msg, (out.input_tokens, out.output_tokens), seg.is_none()).await?.map(Some),
+        None if stop().await => None,
+        // A job run's answer is held: the fire stores it with its ledger row or finish.
+        None if spec.kind == TurnKind::Job => {
+            out.held = Some(msg.clone());
+            out.held_prompt = unstored.pop();
+            Some(None)
+        }
+        None => {
+            append(app, spec, &with_unstored(unstored, std::slice::from_ref(&msg))).await?;
+            Some(None)
+        }
+    };
+    let Some(settled) = stored else {
+        tracing::info!(session_id = %spec.session_id, "turn superseded as the model answered; its answer is dropped");
+        out.interrupted = true;
+        return Ok(());
+    };
+    out.settled = settled;
+    if out.held.is_none() {
+        crate::app::crash::crash_point("turn:answer_stored");
+    }
+    if let Some(s) = seg {
+        s.finish(Some(&msg.content)).await;
+        out.streamed = true;
+    }
+    out.reply = msg.content;
+    Ok(())
 }
 
 /// `msgs`, with the prompt not stored yet in front (taken: written once).

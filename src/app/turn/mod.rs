@@ -4,14 +4,17 @@
 //! [`context`] (the transcript window and compression), writes under the lease with
 //! [`lease`] (fenced appends, renewal, replies sent at most once), streams the reply with
 //! [`stream`] (into [`stream_out`]'s destination) and stops a repeating tool call with
-//! [`tool_guard`].
+//! [`tool_guard`]; [`children`] is what tools may ask of the loop (`clarify` ending the turn,
+//! `delegate_task`'s child loops).
 //!
-//! Calls run one way: `runner` → `agent` → `context` / `stream` / `lease` / `tool_guard`;
+//! Calls run one way: `runner` → `agent` → `context` / `stream` / `lease` / `tool_guard` /
+//! `children` (→ `tool_guard`);
 //! none of those calls back up. The types they share live in [`types`].
 //!
 //! Owns no HTTP, SQL or vendor type: the store, the model and the platforms are ports.
 
 pub(in crate::app) mod agent;
+pub(in crate::app) mod children;
 pub(in crate::app) mod context;
 pub(in crate::app) mod lease;
 pub(in crate::app) mod runner;

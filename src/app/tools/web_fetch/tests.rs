@@ -181,7 +181,7 @@ fn tool(dns: Arc<MapDns>, pretend_public: &[SocketAddr]) -> WebFetch {
 
 async fn fetch_with(app: &App, t: &WebFetch, url: &str, deadline: Option<Instant>) -> Result<Value, String> {
     let sid = SessionId::named("s1".into());
-    let ctx = ToolCtx { app, session_id: &sid, origin: None, kind: TurnKind::Job, deadline, call_id: None };
+    let ctx = ToolCtx { app, session_id: &sid, origin: None, kind: TurnKind::Job, deadline, call_id: None, turn: None };
     // Bounded: no test may hang on a fetch.
     let out = tokio::time::timeout(Duration::from_secs(30), t.call(&ctx, json!({ "url": url }))).await.expect("fetch hung");
     match out {
@@ -383,7 +383,7 @@ async fn bad_urls_schemes_and_bodies_are_tool_errors() {
 async fn through_the_registry_errors_reach_the_model_as_results() {
     let app = app(false);
     let sid = SessionId::named("s1".into());
-    let ctx = ToolCtx { app: &app, session_id: &sid, origin: None, kind: TurnKind::Job, deadline: None, call_id: None };
+    let ctx = ToolCtx { app: &app, session_id: &sid, origin: None, kind: TurnKind::Job, deadline: None, call_id: None, turn: None };
     let set = app.inner.tools.toolset(&ctx);
     for args in [r#"{"url": "file:///etc/passwd"}"#, r#"{"url": 5}"#, r#"{}"#, r#"{"url": "http://127.0.0.1:1/"}"#] {
         let call = ToolCall { id: "c".into(), name: "web_fetch".into(), arguments: args.into() };
