@@ -1,4 +1,4 @@
-//! Hermes' `delegation:` block: the limits of `delegate_task` (docs/tools.md#delegate_task).
+//! Hermes' `delegation:` block: the limits of `delegate_task` (docs/tools.md#todo-clarify-and-delegation).
 //! Hermes' other keys there (`provider`, `model`, `base_url`, …) pass silently: children use
 //! the parent's model.
 

@@ -70,6 +70,11 @@ pub enum Reply {
     Status(u16),
 }
 
+/// Picks a fake model's answer for a request ([`FakeLlm::route`]).
+pub type LlmRouter = Arc<dyn Fn(&Value) -> Option<Reply> + Send + Sync>;
+/// Says whether a request is one a gate holds ([`FakeLlm::hold_until`]).
+pub type LlmMatcher = Arc<dyn Fn(&Value) -> bool + Send + Sync>;
+
 #[derive(Default)]
 pub struct LlmInner {
     pub requests: Vec<Value>,
@@ -79,9 +84,9 @@ pub struct LlmInner {
     pub delay_ms: u64,
     pub spans: Vec<(Instant, Instant)>,
     /// Picks the answer of the requests it knows, before the script (see [`FakeLlm::route`]).
-    pub router: Option<Arc<dyn Fn(&Value) -> Option<Reply> + Send + Sync>>,
+    pub router: Option<LlmRouter>,
     /// Holds the requests it matches until this many of them arrived (see [`FakeLlm::hold_until`]).
-    pub gate: Option<(usize, Arc<dyn Fn(&Value) -> bool + Send + Sync>)>,
+    pub gate: Option<(usize, LlmMatcher)>,
     /// Gated requests arrived, gated requests in flight now, and the most seen in flight.
     pub gated: (usize, usize, usize),
 }

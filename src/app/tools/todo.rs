@@ -151,7 +151,7 @@ fn stored_items(raw: &str) -> Vec<Item> {
 fn write(current: Vec<Item>, todos: &[Value], merge: bool) -> Vec<Item> {
     let todos = dedupe_by_id(todos);
     let mut items = if !merge {
-        todos.iter().map(|t| validate(t)).collect()
+        todos.iter().map(validate).collect()
     } else {
         let mut items = current;
         for t in todos.iter().filter_map(Value::as_object) {

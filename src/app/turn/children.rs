@@ -1,4 +1,4 @@
-//! The turn loop's side of [`TurnHooks`] (docs/tools.md#delegate_task, #clarify): one
+//! The turn loop's side of [`TurnHooks`] (docs/tools.md#todo-clarify-and-delegation): one
 //! [`Hooks`] per turn records a `clarify` request to end the turn, and runs `delegate_task`'s
 //! child loops — a fresh context (the child's system prompt and its goal), the turn's tools
 //! minus [`CHILD_BLOCKED_TOOLS`], the turn's model, route and deadline. Nothing a child says
