@@ -104,6 +104,9 @@ async fn hermes_agent_api_client_probes_and_streams_tool_progress() {
     assert_eq!(events.last().unwrap()["outcome"], "success", "{events:?}");
 }
 
+/// Extra headers, body, expected status and error message.
+type Case<'a> = (Vec<(&'a str, &'a str)>, String, u16, &'a str);
+
 async fn post_raw(
     gw: &Gateway,
     path: &str,
@@ -130,7 +133,7 @@ async fn bad_requests_get_openai_errors_and_run_no_turn() {
         assert_eq!((s, &b["error"]["code"]), (401, &json!("invalid_api_key")), "{b}");
     }
     let (long_id, long_key) = ("x".repeat(300), "k".repeat(300));
-    let cases: Vec<(Vec<(&str, &str)>, String, u16, &str)> = vec![
+    let cases: Vec<Case> = vec![
         (vec![], "{not json".into(), 400, "Invalid JSON in request body"),
         (vec![], json!({"messages": "hi"}).to_string(), 400, "Missing or invalid 'messages' field"),
         (vec![], json!({"messages": [{"role": "system", "content": "s"}]}).to_string(), 400, "No user message found in messages"),

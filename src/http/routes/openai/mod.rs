@@ -28,9 +28,13 @@ pub const SESSION_ID_HEADER: &str = "X-Hermes-Session-Id";
 /// The long-term memory scope header (Hermes).
 pub const SESSION_KEY_HEADER: &str = "X-Hermes-Session-Key";
 
-/// An error in OpenAI's shape: `{"error": {"message", "type", "param", "code"}}`.
+/// An error in OpenAI's shape: `{"error": {"message", "type", "param", "code"}}` (boxed:
+/// handlers return it in every `Result`).
 #[derive(Debug)]
-pub struct OpenAiError {
+pub struct OpenAiError(Box<Detail>);
+
+#[derive(Debug)]
+struct Detail {
     status: StatusCode,
     message: String,
     kind: &'static str,
@@ -44,42 +48,53 @@ pub struct OpenAiError {
 impl OpenAiError {
     /// An `invalid_request_error` with `status`.
     pub fn invalid(status: StatusCode, message: impl Into<String>) -> Self {
-        Self { status, message: message.into(), kind: "invalid_request_error", param: None, code: None, hermes: None, headers: Vec::new() }
+        Self(Box::new(Detail {
+            status,
+            message: message.into(),
+            kind: "invalid_request_error",
+            param: None,
+            code: None,
+            hermes: None,
+            headers: Vec::new(),
+        }))
     }
 
     /// The same error with `code`.
     pub fn code(mut self, code: &str) -> Self {
-        self.code = Some(code.to_string());
+        self.0.code = Some(code.to_string());
         self
     }
 
     /// The same error with the session headers echoed.
     pub fn echo(mut self, session_id: &str, key: Option<&str>) -> Self {
-        self.headers.push((SESSION_ID_HEADER, session_id.to_string()));
+        self.0.headers.push((SESSION_ID_HEADER, session_id.to_string()));
         if let Some(k) = key {
-            self.headers.push((SESSION_KEY_HEADER, k.to_string()));
+            self.0.headers.push((SESSION_KEY_HEADER, k.to_string()));
         }
         self
     }
 
     /// The message shown to the client.
     pub fn message_text(&self) -> String {
-        self.message.clone()
+        self.0.message.clone()
     }
 
     fn server(status: StatusCode, message: impl Into<String>) -> Self {
-        Self { kind: "server_error", ..Self::invalid(status, message) }
+        let mut e = Self::invalid(status, message);
+        e.0.kind = "server_error";
+        e
     }
 }
 
 impl IntoResponse for OpenAiError {
     fn into_response(self) -> Response {
-        let mut error = json!({"message": self.message, "type": self.kind, "param": self.param, "code": self.code});
-        if let Some(h) = self.hermes {
+        let d = *self.0;
+        let mut error = json!({"message": d.message, "type": d.kind, "param": d.param, "code": d.code});
+        if let Some(h) = d.hermes {
             error["hermes"] = h;
         }
-        let mut resp = (self.status, Json(json!({"error": error}))).into_response();
-        for (name, value) in self.headers {
+        let mut resp = (d.status, Json(json!({"error": error}))).into_response();
+        for (name, value) in d.headers {
             if let Ok(v) = HeaderValue::from_str(&value) {
                 resp.headers_mut().insert(name, v);
             }
@@ -90,7 +105,10 @@ impl IntoResponse for OpenAiError {
 
 impl From<RequestError> for OpenAiError {
     fn from(e: RequestError) -> Self {
-        Self { param: e.param, code: e.code.map(str::to_string), ..Self::invalid(StatusCode::BAD_REQUEST, e.message) }
+        let mut err = Self::invalid(StatusCode::BAD_REQUEST, e.message);
+        err.0.param = e.param;
+        err.0.code = e.code.map(str::to_string);
+        err
     }
 }
 
@@ -102,9 +120,9 @@ impl From<AppError> for OpenAiError {
             AppError::Model(m) => {
                 // Hermes' hard-fail path: no answer and a failed run → 502 `agent_incomplete`.
                 let mut err = Self::server(StatusCode::BAD_GATEWAY, format!("the model failed: {m}")).code("agent_incomplete");
-                err.hermes = Some(json!({"completed": false, "partial": false, "failed": true}));
-                err.headers.push(("X-Hermes-Completed", "false".into()));
-                err.headers.push(("X-Hermes-Partial", "false".into()));
+                err.0.hermes = Some(json!({"completed": false, "partial": false, "failed": true}));
+                err.0.headers.push(("X-Hermes-Completed", "false".into()));
+                err.0.headers.push(("X-Hermes-Partial", "false".into()));
                 err
             }
             other => {
