@@ -155,7 +155,10 @@ async fn bad_requests_get_openai_errors_and_run_no_turn() {
         assert_eq!(b["error"]["type"], "invalid_request_error", "{b}");
     }
     let big = format!(r#"{{"messages":[{{"role":"user","content":"{}"}}]}}"#, "x".repeat(1_100_000));
-    let (s, b, _) = post_raw(&gw, "/v1/chat/completions", &[("authorization", &auth)], big).await;
+    // On a connection of its own: the server answers before reading the body and closes it.
+    let once = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+    let r = once.post(format!("{}/v1/chat/completions", gw.base)).header("authorization", &auth).body(big).send().await.unwrap();
+    let (s, b) = (r.status().as_u16(), r.json::<Value>().await.unwrap_or(Value::Null));
     assert_eq!((s, &b["error"]["code"]), (413, &json!("body_too_large")), "{b}");
     let (s, b, _) =
         post_raw(&gw, "/v1/responses", &[("authorization", &auth)], json!({"input": "x", "previous_response_id": "resp_nope"}).to_string())
