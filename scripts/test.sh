@@ -64,6 +64,22 @@ fi
 HZ_WEB_SDK_PY="$PWD/$WEB_SDK_VENV/bin/python"
 export HZ_WEB_SDK_PY
 
+# The real clients of the OpenAI-compatible API server (tests/api_server.rs): the official
+# `openai` SDK and `hermes-agent-api-client` (its type aliases need Python >= 3.12: the
+# pyenv 3.13 when python3 is older). Under CI=true that test fails without this venv.
+API_SDK_VENV=target/api-sdk-venv
+if [ ! -x "$API_SDK_VENV/bin/python" ] || ! "$API_SDK_VENV/bin/python" -c 'import openai, hermes_agent_api_client' 2>/dev/null; then
+  step "installing the openai SDK and hermes-agent-api-client into $API_SDK_VENV"
+  API_SDK_BASE=python3
+  if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
+    API_SDK_BASE=$(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.1[2-9]*/bin/python3 2>/dev/null | tail -n 1)
+  fi
+  "${API_SDK_BASE:?no Python >= 3.12 for the API SDKs venv}" -m venv "$API_SDK_VENV"
+  "$API_SDK_VENV/bin/pip" install --quiet --disable-pip-version-check openai hermes-agent-api-client
+fi
+HZ_API_SDK_PY="$PWD/$API_SDK_VENV/bin/python"
+export HZ_API_SDK_PY
+
 # --- services -------------------------------------------------------------------------
 # Every service runs in its own process group (setsid), and is stopped as a group: a wrapper
 # such as faketime forks the real server as its child, so killing the pid that `$!` names

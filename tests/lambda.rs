@@ -893,3 +893,51 @@ async fn lambda_runs_a_script_job_from_its_packaged_scripts_folder() {
     assert!(prompt.starts_with("## Script Output\n") && prompt.contains("probe-6174 in scripts"), "{prompt}");
     assert!(prompt.ends_with("Report the probe."), "{prompt}");
 }
+
+/// The OpenAI-compatible API server through the Lambda entry (Function URL events): models,
+/// a chat completion with its session header, the SSE answer (buffered by the entry until
+/// response streaming lands), and a stored response read back.
+#[tokio::test]
+async fn lambda_serves_the_openai_compatible_api_server() {
+    let llm = FakeLlm::start().await;
+    llm.stream_when_asked();
+    let home = TempHome::new("lambda-v1");
+    home.write("config.yaml", &common::config(Some(&llm), None, ""));
+    let (api, rapid) = start_rapid().await;
+    let mut f = Function::start(&api, rapid.clone(), home.path(), &[]);
+    let auth = json!({"content-type": "application/json", "authorization": format!("Bearer {API_KEY}")});
+
+    let (_, resp) = f.invoke(function_url("GET", "/v1/models", auth.clone(), None, false)).await;
+    assert_eq!(body_json(&resp)["data"][0]["id"], json!("hermes-agent"), "{resp}");
+    let (_, resp) = f.invoke(function_url("POST", "/v1/chat/completions", json!({}), Some("{}".into()), false)).await;
+    assert_eq!((resp["statusCode"].clone(), body_json(&resp)["error"]["code"].clone()), (json!(401), json!("invalid_api_key")), "{resp}");
+
+    let mut headers = auth.clone();
+    headers["x-hermes-session-id"] = json!("lambda-chat-1");
+    let chat = json!({"model": "hermes-agent", "messages": [{"role": "user", "content": "hello lambda"}]}).to_string();
+    let (_, resp) = f.invoke(function_url("POST", "/v1/chat/completions", headers.clone(), Some(chat), false)).await;
+    assert_eq!(resp["statusCode"], json!(200), "{resp}");
+    assert_eq!(body_json(&resp)["choices"][0]["message"]["content"], json!("echo: hello lambda"), "{resp}");
+    assert_eq!(resp["headers"]["x-hermes-session-id"], json!("lambda-chat-1"), "{resp}");
+
+    let chat = json!({"messages": [{"role": "user", "content": "stream lambda"}], "stream": true}).to_string();
+    let (_, resp) = f.invoke(function_url("POST", "/v1/chat/completions", headers, Some(chat), false)).await;
+    assert_eq!(resp["headers"]["content-type"], json!("text/event-stream"), "{resp}");
+    let sse = resp["body"].as_str().unwrap_or("");
+    let content: String = sse
+        .split("\n\n")
+        .filter_map(|e| e.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+        .filter_map(|v| v["choices"][0]["delta"]["content"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(content, "echo: stream lambda", "{sse}");
+    assert!(sse.ends_with("data: [DONE]\n\n"), "{sse}");
+
+    let (_, resp) =
+        f.invoke(function_url("POST", "/v1/responses", auth.clone(), Some(json!({"input": "remember me"}).to_string()), false)).await;
+    let created = body_json(&resp);
+    assert_eq!(created["output"][0]["content"][0]["text"], json!("echo: remember me"), "{resp}");
+    let path = format!("/v1/responses/{}", created["id"].as_str().unwrap());
+    let (_, resp) = f.invoke(function_url("GET", &path, auth, None, false)).await;
+    assert_eq!(body_json(&resp)["id"], created["id"], "{resp}");
+}

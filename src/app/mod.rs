@@ -25,6 +25,7 @@
 //! reached through `Arc<dyn Port>`.
 
 mod access;
+pub mod api_server;
 pub mod budget;
 mod cas;
 pub mod crash;
@@ -46,7 +47,7 @@ pub use jobs::manage::{SKIPPED_JOBS_KEY, SyncReport};
 pub use jobs::status::LAST_TICK_KEY;
 pub use memory::Memory;
 pub use recovery::wake::Wake;
-pub use services::{ApprovedView, Jobs, Paired, Pairing, PairingList, PendingView, Recovery, Reset, Sessions};
+pub use services::{ApiServer, ApprovedView, Jobs, Paired, Pairing, PairingList, PendingView, Recovery, Reset, Sessions};
 pub use sessions::inbound::{Inbound, Outcome, ReplyPath};
 pub use sessions::pairing::REFUSAL;
 pub use tools::job_view;

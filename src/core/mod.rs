@@ -5,6 +5,7 @@
 //! property-tested without I/O.
 
 pub mod access;
+pub mod api_server;
 pub mod child_env;
 pub mod commands;
 pub mod compress;

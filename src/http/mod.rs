@@ -37,6 +37,9 @@ async fn refuse_large_bodies(req: axum::extract::Request, next: axum::middleware
     use axum::response::IntoResponse;
     let declared = req.headers().get(axum::http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > MAX_BODY as u64) {
+        if req.uri().path().starts_with("/v1/") {
+            return routes::openai::too_large().into_response();
+        }
         return error::ApiError::new(axum::http::StatusCode::PAYLOAD_TOO_LARGE, "request body is larger than 1 MiB").into_response();
     }
     next.run(req).await
@@ -60,6 +63,13 @@ pub fn router(state: Arc<HttpState>) -> Router {
         .route("/api/pairing/revoke", post(routes::pairing::revoke))
         .route("/api/sessions", get(routes::sessions::list))
         .route("/api/sessions/{session_id}", get(routes::sessions::show))
+        .route("/health", get(routes::openai::models::health))
+        .route("/v1/health", get(routes::openai::models::health))
+        .route("/v1/models", get(routes::openai::models::models))
+        .route("/v1/capabilities", get(routes::openai::models::capabilities))
+        .route("/v1/chat/completions", post(routes::openai::chat::completions))
+        .route("/v1/responses", post(routes::openai::responses::create))
+        .route("/v1/responses/{id}", get(routes::openai::responses::show).delete(routes::openai::responses::remove))
         .merge(routes::webhooks::routes(&state.channels))
         .merge(routes::ui::routes())
         .fallback(routes::not_found)

@@ -114,4 +114,13 @@ pub trait StreamTarget: Send + Sync {
     async fn edit(&self, message_id: &str, text: &str) -> Result<(), DeliveryError>;
     /// Sends `text`, split into parts, each once.
     async fn send(&self, text: &str) -> Result<(), DeliveryError>;
+    /// Whether every model delta goes out as it arrives (an SSE client of the API server:
+    /// no edit interval, no buffer threshold, no cursor), even with `streaming` off in the
+    /// config. Default: no.
+    fn live(&self) -> bool {
+        false
+    }
+    /// A tool call of the turn started (`done` false) or finished (Hermes'
+    /// `hermes.tool.progress`). Default: not shown.
+    fn tool_progress(&self, _call_id: &str, _tool: &str, _args: &str, _done: bool) {}
 }

@@ -89,6 +89,9 @@ pub struct LlmInner {
     pub gate: Option<(usize, LlmMatcher)>,
     /// Gated requests arrived, gated requests in flight now, and the most seen in flight.
     pub gated: (usize, usize, usize),
+    /// Answer requests that ask for `stream: true` as OpenAI's SSE chunks (see
+    /// [`FakeLlm::stream_when_asked`]).
+    pub sse: bool,
 }
 
 /// A fake OpenAI-compatible `/v1/chat/completions`. Without a script it echoes the last
@@ -108,6 +111,11 @@ impl FakeLlm {
     }
     pub fn push(&self, r: Reply) {
         self.inner.lock().unwrap().script.push_back(r);
+    }
+    /// From now on, a request with `stream: true` is answered as OpenAI's SSE chunks (text
+    /// in small deltas, a tool call as one `tool_calls` delta) instead of one JSON body.
+    pub fn stream_when_asked(&self) {
+        self.inner.lock().unwrap().sse = true;
     }
     pub fn set_delay(&self, ms: u64) {
         self.inner.lock().unwrap().delay_ms = ms;
@@ -162,12 +170,12 @@ async fn pass_gate(inner: &Arc<Mutex<LlmInner>>, body: &Value) -> bool {
 async fn llm_handler(State(inner): State<Arc<Mutex<LlmInner>>>, headers: axum::http::HeaderMap, Json(body): Json<Value>) -> Response {
     let start = Instant::now();
     let gated = pass_gate(&inner, &body).await;
-    let (reply, delay) = {
+    let (reply, delay, sse) = {
         let mut g = inner.lock().unwrap();
         g.requests.push(body.clone());
         g.auth.push(headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_string));
         let routed = g.router.clone().and_then(|f| f(&body));
-        (routed.or_else(|| g.script.pop_front()), g.delay_ms)
+        (routed.or_else(|| g.script.pop_front()), g.delay_ms, g.sse && body["stream"] == true)
     };
     if delay > 0 {
         tokio::time::sleep(Duration::from_millis(delay)).await;
@@ -194,6 +202,9 @@ async fn llm_handler(State(inner): State<Arc<Mutex<LlmInner>>>, headers: axum::h
         }
         Reply::Status(s) => return (StatusCode::from_u16(s).unwrap(), Json(json!({"error": {"message": "fake failure"}}))).into_response(),
     };
+    if sse {
+        return sse_answer(&message);
+    }
     Json(json!({"id": "cmpl-1", "object": "chat.completion", "choices": [{"index": 0, "message": message, "finish_reason": "stop"}], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})).into_response()
 }
 
@@ -560,4 +571,30 @@ pub async fn fire_storm(
         }
     }
     (ok, dup)
+}
+
+/// `message` as OpenAI's SSE chunks: text in 4-character deltas, tool calls in one delta,
+/// the finish, the usage, `[DONE]`.
+fn sse_answer(message: &Value) -> Response {
+    let frame = |v: Value| format!("data: {v}\n\n");
+    let mut out = String::new();
+    let finish = if let Some(calls) = message["tool_calls"].as_array() {
+        let deltas: Vec<Value> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| json!({"index": i, "id": c["id"], "type": "function", "function": c["function"]}))
+            .collect();
+        out.push_str(&frame(json!({"choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": deltas}}]})));
+        "tool_calls"
+    } else {
+        let text: Vec<char> = message["content"].as_str().unwrap_or("").chars().collect();
+        for piece in text.chunks(4) {
+            out.push_str(&frame(json!({"choices": [{"index": 0, "delta": {"content": piece.iter().collect::<String>()}}]})));
+        }
+        "stop"
+    };
+    out.push_str(&frame(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})));
+    out.push_str(&frame(json!({"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})));
+    out.push_str("data: [DONE]\n\n");
+    ([(axum::http::header::CONTENT_TYPE, "text/event-stream")], out).into_response()
 }

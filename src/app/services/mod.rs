@@ -10,11 +10,13 @@
 //! - [`Pairing`]: DM pairing's pending codes and approved users (list, approve, revoke).
 //! - [`Recovery`]: sweeps, the ticker's pass, shutdown and drain.
 
+mod api_server;
 mod jobs;
 mod pairing;
 mod recovery;
 mod sessions;
 
+pub use api_server::ApiServer;
 pub use jobs::Jobs;
 pub use pairing::{ApprovedView, Paired, Pairing, PairingList, PendingView};
 pub use recovery::Recovery;

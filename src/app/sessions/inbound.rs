@@ -46,6 +46,9 @@ pub struct Outcome {
     /// shows nothing more for it (docs/design.md#streaming).
     #[serde(skip)]
     pub streamed: bool,
+    /// The turn's model tokens (input, output); zero when no turn ran.
+    #[serde(skip)]
+    pub usage: (u64, u64),
 }
 
 /// Told to senders while `serve` is shutting down (their message is stored).
@@ -173,6 +176,7 @@ impl App {
         out.reply = Some(report.reply);
         out.notices.extend(report.notices);
         out.streamed = report.streamed;
+        out.usage = report.usage;
         Ok(out)
     }
 

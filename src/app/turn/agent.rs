@@ -110,10 +110,17 @@ where
         msg.tool_calls = resp.tool_calls.clone();
         let mut step = vec![msg];
         for call in &resp.tool_calls {
+            let progress = spec.stream.as_ref().map(|p| &p.out);
+            if let Some(p) = progress {
+                p.tool_progress(&call.id, &call.name, &call.arguments, false);
+            }
             let result = match repeats.refuse(call) {
                 Some(refused) => refused,
                 None => toolset.execute(&ctx, call).await,
             };
+            if let Some(p) = progress {
+                p.tool_progress(&call.id, &call.name, &call.arguments, true);
+            }
             let mut t = Message::text(Role::Tool, result.content, app.inner.clock.now());
             t.tool_call_id = Some(call.id.clone());
             t.duration_ms = Some(result.duration_ms);

@@ -29,6 +29,8 @@ pub struct TurnReport {
     pub(in crate::app) held: Option<Box<SessionEntry>>,
     /// The reply already reached the caller's stream target (docs/design.md#streaming).
     pub streamed: bool,
+    /// The turn's model tokens: input, output.
+    pub usage: (u64, u64),
 }
 
 /// What a drain step found.
@@ -131,7 +133,8 @@ impl App {
                     }
                     crate::app::crash::crash_point("turn:reply_delivered");
                 }
-                Ok(TurnReport { reply: out.reply, notices, held: Some(Box::new(updated)), streamed: out.streamed })
+                let usage = (out.input_tokens, out.output_tokens);
+                Ok(TurnReport { reply: out.reply, notices, held: Some(Box::new(updated)), streamed: out.streamed, usage })
             }
             Err(e) if is_lost(&e) => {
                 tracing::warn!(session_key = %key, epoch = fence.epoch, "lease lost during the turn; it stops and sends nothing");

@@ -40,6 +40,10 @@ impl App {
     ) -> Option<StreamPlan> {
         let s = &self.inner.cfg.settings.streaming;
         let o = &entry.origin;
+        if let Some(sink) = sink.as_ref().filter(|k| k.live()) {
+            let out = StreamOut::Caller(sink.clone());
+            return Some(StreamPlan { out, fence: fence.clone(), interval: Duration::zero(), threshold: 1, cursor: String::new() });
+        }
         if !s.enabled || s.transport == StreamTransport::Off {
             return None;
         }

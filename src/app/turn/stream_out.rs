@@ -57,6 +57,14 @@ impl StreamOut {
         }
     }
 
+    /// Tells the caller's own target that a tool call started or finished (the origin's
+    /// chat is not told).
+    pub(in crate::app) fn tool_progress(&self, call_id: &str, tool: &str, args: &str, done: bool) {
+        if let Self::Caller(s) = self {
+            s.tool_progress(call_id, tool, args, done);
+        }
+    }
+
     /// The platform, for the logs.
     pub(in crate::app) fn platform(&self) -> &str {
         match self {

@@ -5,6 +5,7 @@ pub mod health;
 pub mod jobs;
 pub mod memory;
 pub mod messages;
+pub mod openai;
 pub mod pairing;
 pub mod sessions;
 pub mod ui;

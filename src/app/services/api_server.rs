@@ -1,0 +1,53 @@
+//! [`ApiServer`]: what the OpenAI-compatible routes (CONTRACT §15) do with the app.
+
+use crate::app::api_server::{ApiTurn, StoredResponse};
+use crate::app::{App, AppError, Outcome};
+use crate::ports::StreamTarget;
+use std::sync::Arc;
+
+/// The API server's use cases: chat turns by Hermes session id, the advertised model, and
+/// the stored responses. Cheap to clone.
+#[derive(Clone)]
+pub struct ApiServer {
+    app: App,
+}
+
+impl App {
+    /// The OpenAI-compatible API server's use cases.
+    pub fn api_server(&self) -> ApiServer {
+        ApiServer { app: self.clone() }
+    }
+}
+
+impl ApiServer {
+    /// Runs one turn in the session of `turn.session_id` (its stored history is the
+    /// context); its reply streams into `sink` when one is handed.
+    pub async fn turn(&self, turn: ApiTurn, sink: Option<Arc<dyn StreamTarget>>) -> Result<Outcome, AppError> {
+        self.app.api_turn(turn, sink).await
+    }
+
+    /// The model name `/v1/models` and `/v1/capabilities` advertise.
+    pub fn model(&self) -> String {
+        self.app.advertised_model()
+    }
+
+    /// A new response id.
+    pub fn new_response_id(&self) -> String {
+        self.app.new_response_id()
+    }
+
+    /// The stored response `id` (marked as used), if kept.
+    pub async fn response(&self, id: &str) -> Result<Option<StoredResponse>, AppError> {
+        self.app.response_get(id).await
+    }
+
+    /// Stores response `id` (the least recently used beyond the retention go).
+    pub async fn store_response(&self, id: &str, rec: &StoredResponse) -> Result<(), AppError> {
+        self.app.response_put(id, rec).await
+    }
+
+    /// Deletes response `id`; false when it was not stored.
+    pub async fn delete_response(&self, id: &str) -> Result<bool, AppError> {
+        self.app.response_delete(id).await
+    }
+}
