@@ -226,7 +226,6 @@ pub const HERMES_SECTIONS: &[&str] = &[
     "_config_version",
     "providers",
     "credential_pool_strategies",
-    "toolsets",
     "max_concurrent_sessions",
     "max_live_sessions",
     "terminal",
@@ -241,10 +240,8 @@ pub const HERMES_SECTIONS: &[&str] = &[
     "kanban",
     "openrouter",
     "bedrock",
-    "auxiliary",
     "dashboard",
     "privacy",
-    "tts",
     "voice",
     "human_delay",
     "context",
@@ -290,7 +287,6 @@ pub const HERMES_SECTIONS: &[&str] = &[
     "runtime",
     "attachments",
     "plugins",
-    "platform_toolsets",
     "telemetry",
     "auth",
     "timeouts",
@@ -334,6 +330,8 @@ pub const HERMES_OPEN_SECTIONS: &[&str] = &[
     "fallback_providers",
     "stt",
     "web",
+    "auxiliary",
+    "tts",
 ];
 
 /// Lays the Hermes places over the flat keys (the Hermes place wins where both are set).

@@ -8,6 +8,7 @@
 mod env;
 mod hermes;
 mod load;
+mod media;
 pub mod models;
 pub mod profile_env;
 pub mod provider;
@@ -17,5 +18,6 @@ mod web;
 pub use env::Env;
 pub use hermes::*;
 pub use load::{ConfigError, Loaded, Parsed, Secrets, load_settings, parse_yaml, parse_yaml_full, platform_env_prefix};
+pub use media::*;
 pub use types::*;
 pub use web::*;

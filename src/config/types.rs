@@ -77,6 +77,14 @@ pub struct Settings {
     pub stt: SttSettings,
     /// Hermes' `web:` (the `web_search`/`web_extract` backends, docs/tools.md).
     pub web: super::WebSettings,
+    /// Hermes' `auxiliary:` (`vision_analyze`'s model, docs/tools.md#vision-and-speech).
+    pub auxiliary: super::AuxiliarySettings,
+    /// Hermes' `tts:` (`text_to_speech`'s backend).
+    pub tts: super::TtsSettings,
+    /// Hermes' `toolsets`: the toolsets of every platform without its own list (docs/tools.md#toolsets).
+    pub toolsets: Option<Vec<String>>,
+    /// Hermes' `platform_toolsets.<platform>`: a platform's own toolsets.
+    pub platform_toolsets: BTreeMap<String, Vec<String>>,
 }
 
 impl Default for Settings {
@@ -114,6 +122,10 @@ impl Default for Settings {
             fallback_providers: None,
             stt: SttSettings::default(),
             web: super::WebSettings::default(),
+            auxiliary: super::AuxiliarySettings::default(),
+            tts: super::TtsSettings::default(),
+            toolsets: None,
+            platform_toolsets: BTreeMap::new(),
         }
     }
 }

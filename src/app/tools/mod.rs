@@ -26,6 +26,9 @@ mod session_search;
 mod skills;
 #[cfg(test)]
 mod tests;
+mod text_to_speech;
+pub mod toolsets;
+mod vision_analyze;
 mod web_extract;
 mod web_fetch;
 mod web_search;
@@ -37,7 +40,7 @@ pub use web_fetch::{Limits as WebFetchLimits, WebFetch};
 use crate::app::App;
 pub use crate::app::types::TurnKind;
 use crate::core::ids::{Origin, SessionId};
-use crate::ports::{Fetcher, Resolve, WebBackend};
+use crate::ports::{Fetcher, Llm, Resolve, Speaker, WebBackend};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
@@ -57,12 +60,16 @@ pub struct ToolPorts {
     pub web_search: Option<Arc<dyn WebBackend>>,
     /// `web_extract`'s vendor (`None`: not offered).
     pub web_extract: Option<Arc<dyn WebBackend>>,
+    /// `vision_analyze`'s model (`auxiliary.vision.*` or the main model with vision; `None`: not offered).
+    pub vision: Option<Arc<dyn Llm>>,
+    /// `text_to_speech`'s vendor (`tts.*`; `None`: not offered).
+    pub speech: Option<Arc<dyn Speaker>>,
 }
 
 /// The registry of the tools this build ships, in the order they are offered. Adding a
 /// tool is one line here.
 pub fn builtin(ports: &ToolPorts) -> ToolRegistry {
-    let tools: [Arc<dyn Tool>; 10] = [
+    let tools: [Arc<dyn Tool>; 12] = [
         Arc::new(current_time::CurrentTime),
         Arc::new(cronjob::Cronjob),
         Arc::new(memory::MemoryTool),
@@ -73,6 +80,8 @@ pub fn builtin(ports: &ToolPorts) -> ToolRegistry {
         Arc::new(web_search::WebSearch::new(ports.web_search.clone())),
         Arc::new(web_extract::WebExtract::new(ports.web_extract.clone(), ports.dns.clone())),
         Arc::new(session_search::SessionSearch),
+        Arc::new(vision_analyze::VisionAnalyze::new(ports.vision.clone(), ports.fetcher.clone(), ports.dns.clone())),
+        Arc::new(text_to_speech::TextToSpeech::new(ports.speech.clone())),
     ];
     let registry = ToolRegistry::default();
     for tool in tools {

@@ -86,7 +86,9 @@ fn builtin_names_are_unique_and_in_offer_order() {
             "web_fetch",
             "web_search",
             "web_extract",
-            "session_search"
+            "session_search",
+            "vision_analyze",
+            "text_to_speech"
         ]
     );
 }
@@ -94,7 +96,7 @@ fn builtin_names_are_unique_and_in_offer_order() {
 #[test]
 fn every_builtin_names_its_hermes_toolset_and_the_registry_answers_by_toolset() {
     let r = builtin(&crate::test_support::tool_ports());
-    assert_eq!(r.toolsets(), ["time", "cronjob", "memory", "messaging", "skills", "web", "session_search"]);
+    assert_eq!(r.toolsets(), ["time", "cronjob", "memory", "messaging", "skills", "web", "session_search", "vision", "tts"]);
     for (set, tools) in [
         ("time", &["current_time"][..]),
         ("cronjob", &["cronjob"]),
@@ -103,6 +105,8 @@ fn every_builtin_names_its_hermes_toolset_and_the_registry_answers_by_toolset() 
         ("skills", &["skills_list", "skill_view"]),
         ("web", &["web_fetch", "web_search", "web_extract"]),
         ("session_search", &["session_search"]),
+        ("vision", &["vision_analyze"]),
+        ("tts", &["text_to_speech"]),
     ] {
         assert_eq!(r.of_toolsets(&[set]), tools, "{set}");
     }

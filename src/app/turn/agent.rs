@@ -44,11 +44,10 @@ where
     }
     let ctx =
         ToolCtx { app, session_id: spec.session_id, origin: spec.origin.as_ref(), kind: spec.kind, deadline: spec.deadline, call_id: None };
-    let mut toolset = app.inner.tools.toolset(&ctx);
-    if !spec.toolsets.is_empty() {
-        let enabled = crate::app::tools::job_toolsets(&spec.toolsets, &app.inner.tools.toolsets());
-        toolset = toolset.in_toolsets(&enabled.iter().map(String::as_str).collect::<Vec<_>>());
-    }
+    let platform = (spec.kind == TurnKind::Chat).then(|| spec.origin.as_ref().map(|o| o.platform.as_str())).flatten();
+    let have = app.inner.tools.toolsets();
+    let toolset =
+        crate::app::tools::toolsets::narrow(app.inner.tools.toolset(&ctx), &app.inner.cfg.settings, platform, &spec.toolsets, &have);
     let tools = toolset.specs();
     let mut out = TurnOutput { input_tokens: context.input_tokens, output_tokens: context.output_tokens, ..TurnOutput::default() };
     let mut repeats = crate::app::turn::tool_guard::RepeatGuard::default();
