@@ -2,14 +2,18 @@
 //! vendor (the [`Speaker`] port: `tts.provider` `openai` or `elevenlabs`) and the audio goes to
 //! this chat — a voice note on Telegram and WhatsApp (asked for as Ogg/Opus), a file on Slack
 //! and Discord. Offered in chats on a platform that can send audio, when a vendor is
-//! configured. A text over the vendor's limit (Hermes' per-provider caps) is refused with the
-//! limit, where Hermes would cut it; a vendor failure (401, 429, not audio) is a tool error.
+//! configured; each call is spoken and sent at most once (the delivery ledger, as
+//! `send_message`). A text over the vendor's limit (Hermes' per-provider caps) is refused
+//! with the limit, where Hermes would cut it; a vendor failure (401, 429, not audio) is a
+//! tool error.
 //!
 //! Must not know: the vendors' wire formats, the platforms' upload APIs.
 
 use super::{Tool, ToolCtx, ToolError, ToolOutput, TurnKind, parse_args};
+use crate::core::job::Occurrence;
 use crate::ports::{Speaker, Target};
 use async_trait::async_trait;
+use chrono::DateTime;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -92,15 +96,21 @@ character caps apply (OpenAI 4096, ElevenLabs 5k-40k depending on model); longer
             )));
         }
         let target = target(ctx).ok_or_else(|| ToolError::Failed("There is no chat here to send the audio to".into()))?;
+        // At most once per call, as `send_message`: a replayed call (a resumed turn) is not spoken again.
+        let occ = Occurrence::new(&format!("tts~{}~{}", ctx.session_id, ctx.call_id.unwrap_or_default()), DateTime::UNIX_EPOCH);
+        let key = format!("{}:{}", target.platform, target.chat_id);
+        let store = &ctx.app.inner.store;
+        match store.ledger_begin(&occ, &key, ctx.now()).await {
+            Ok(true) => {}
+            Ok(false) => return Ok(ToolOutput::Json(json!({"success": true, "skipped": true, "reason": "already_sent"}))),
+            Err(e) => return Err(ToolError::Failed(format!("TTS not sent: the delivery ledger is unavailable ({e})"))),
+        }
         let voice = ctx.app.inner.delivery.voice_notes(&target.platform);
-        let audio = speaker.speak(&a.text, voice).await.map_err(|e| ToolError::Failed(e.to_string()))?;
-        let size = audio.bytes.len();
-        ctx.app
-            .inner
-            .delivery
-            .send_audio(&target, &audio)
-            .await
-            .map_err(|e| ToolError::Failed(format!("The audio was made but could not be sent to {}: {e}", target.platform)))?;
+        let sent = speak_and_send(ctx, speaker.as_ref(), &target, &a.text, voice).await;
+        if let Err(e) = store.ledger_finish(&occ, &key, if sent.is_ok() { "sent" } else { "failed" }, ctx.now()).await {
+            tracing::warn!(session_id = %ctx.session_id, error = %e, "could not update the delivery ledger");
+        }
+        let size = sent?;
         Ok(ToolOutput::Json(json!({
             "success": true,
             "provider": speaker.provider(),
@@ -109,4 +119,16 @@ character caps apply (OpenAI 4096, ElevenLabs 5k-40k depending on model); longer
             "bytes": size,
         })))
     }
+}
+
+/// Speaks `text` and sends the audio to `target`; the audio's size.
+async fn speak_and_send(ctx: &ToolCtx<'_>, speaker: &dyn Speaker, target: &Target, text: &str, voice: bool) -> Result<usize, ToolError> {
+    let audio = speaker.speak(text, voice).await.map_err(|e| ToolError::Failed(e.to_string()))?;
+    ctx.app
+        .inner
+        .delivery
+        .send_audio(target, &audio)
+        .await
+        .map_err(|e| ToolError::Failed(format!("The audio was made but could not be sent to {}: {e}", target.platform)))?;
+    Ok(audio.bytes.len())
 }
