@@ -119,7 +119,10 @@ impl FakeChat {
     }
 }
 
-async fn chat_handler(State((state, seen)): State<(Arc<Mutex<ChatState>>, Arc<Mutex<Vec<Seen>>>)>, req: Request) -> Response {
+/// A fake's state and its record of requests.
+type Shared<T> = (Arc<Mutex<T>>, Arc<Mutex<Vec<Seen>>>);
+
+async fn chat_handler(State((state, seen)): State<Shared<ChatState>>, req: Request) -> Response {
     let s = record(&seen, req).await;
     let url = state.lock().unwrap().url.clone();
     let p = s.path.as_str();
@@ -199,7 +202,7 @@ impl FakeSpeech {
     }
 }
 
-async fn speech_handler(State((state, seen)): State<(Arc<Mutex<SpeechState>>, Arc<Mutex<Vec<Seen>>>)>, req: Request) -> Response {
+async fn speech_handler(State((state, seen)): State<Shared<SpeechState>>, req: Request) -> Response {
     let s = record(&seen, req).await;
     let openai = s.path == "/v1/audio/speech";
     if !openai && !s.path.starts_with("/v1/text-to-speech/") {
