@@ -17,11 +17,13 @@ pub struct AgentSettings {
     pub restart_drain_timeout: Option<u64>,
     /// Attempts per model before the fallback chain takes over (429/5xx/timeout).
     pub api_max_retries: u32,
+    /// Toolsets never offered, whatever else says (Hermes applies it last).
+    pub disabled_toolsets: Vec<String>,
 }
 
 impl Default for AgentSettings {
     fn default() -> Self {
-        Self { max_turns: None, restart_drain_timeout: None, api_max_retries: 3 }
+        Self { max_turns: None, restart_drain_timeout: None, api_max_retries: 3, disabled_toolsets: Vec::new() }
     }
 }
 

@@ -1,6 +1,7 @@
 //! Which toolsets a turn is offered (docs/tools.md#toolsets), from Hermes' keys: a job's
 //! `enabled_toolsets`, else the platform's `platform_toolsets.<platform>` (a job run's
 //! platform is `cron`, the API's `api_server`), else `toolsets`; none of them: every tool.
+//! Hermes' `agent.disabled_toolsets` is taken out of whatever list applies, last.
 //! A Hermes composite (`hermes-cli`, `hermes-telegram`, `hermes-gateway`, …) stands for every
 //! toolset here, `hermes-api-server` for all but the interactive ones, `hermes-webhook` for
 //! Hermes' webhook-safe few. MCP servers join as `job_toolsets` says. A name this gateway has
@@ -45,14 +46,23 @@ fn configured<'a>(s: &'a Settings, platform: Option<&str>) -> Option<&'a Vec<Str
 /// The toolsets a turn is narrowed to (`None`: no list applies, every tool is offered).
 /// `per_job` is a job's `enabled_toolsets`; `have` every toolset of the registry.
 pub fn enabled(s: &Settings, platform: Option<&str>, per_job: &[String], have: &[String]) -> Option<Vec<String>> {
-    let list: &[String] = if per_job.is_empty() { configured(s, platform)? } else { per_job };
+    let disabled = &s.agent.disabled_toolsets;
+    let list: &[String] = match (per_job.is_empty(), configured(s, platform)) {
+        (false, _) => per_job,
+        (true, Some(list)) => list,
+        // No list: every tool, less `agent.disabled_toolsets`.
+        (true, None) if disabled.is_empty() => return None,
+        (true, None) => have,
+    };
     let mut names: Vec<String> = Vec::new();
     for n in list.iter().flat_map(|n| expand(n.trim(), have)) {
         if !names.contains(&n) {
             names.push(n);
         }
     }
-    Some(job_toolsets(&names, have))
+    let mut on = job_toolsets(&names, have);
+    on.retain(|t| !disabled.contains(t));
+    Some(on)
 }
 
 /// `toolset` narrowed as [`enabled`] says.
@@ -110,6 +120,9 @@ mod tests {
         assert_eq!(enabled(&s, None, &[], &have()).unwrap(), ["tts", "mcp-git"]);
         assert_eq!(enabled(&s, None, &["web".into(), "no_mcp".into()], &have()).unwrap(), ["web"]);
         assert!(enabled(&settings(""), Some("telegram"), &[], &have()).is_none(), "no list: every tool");
+        let off = settings("agent: {disabled_toolsets: [memory, mcp-git]}\nplatform_toolsets: {slack: [memory, web]}\n");
+        assert_eq!(enabled(&off, Some("telegram"), &[], &have()).unwrap(), ["time", "messaging", "web", "vision", "tts"]);
+        assert_eq!(enabled(&off, Some("slack"), &[], &have()).unwrap(), ["web"], "applied last");
     }
 
     #[test]
