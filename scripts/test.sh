@@ -56,10 +56,11 @@ fi
 # the fakes are known to speak the real wire protocol): the versions Hermes 0.19.0 pins in
 # tools/lazy_deps.py where it pins one. Under CI=true that test fails without this venv.
 WEB_SDK_VENV=target/web-sdk-venv
-if [ ! -x "$WEB_SDK_VENV/bin/python" ] || ! "$WEB_SDK_VENV/bin/python" -c 'import tavily, exa_py, firecrawl, parallel' 2>/dev/null; then
+# `openai` drives the fake `/audio/speech` of tests/media_tools.rs the same way.
+if [ ! -x "$WEB_SDK_VENV/bin/python" ] || ! "$WEB_SDK_VENV/bin/python" -c 'import tavily, exa_py, firecrawl, parallel, openai' 2>/dev/null; then
   step "installing the web vendors' SDKs into $WEB_SDK_VENV"
   python3 -m venv "$WEB_SDK_VENV"
-  "$WEB_SDK_VENV/bin/pip" install --quiet --disable-pip-version-check tavily-python 'exa-py==2.10.2' 'firecrawl-py==4.17.0' 'parallel-web==0.4.2'
+  "$WEB_SDK_VENV/bin/pip" install --quiet --disable-pip-version-check tavily-python 'exa-py==2.10.2' 'firecrawl-py==4.17.0' 'parallel-web==0.4.2' openai
 fi
 HZ_WEB_SDK_PY="$PWD/$WEB_SDK_VENV/bin/python"
 export HZ_WEB_SDK_PY

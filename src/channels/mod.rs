@@ -247,6 +247,18 @@ pub trait Channel: Send + Sync {
     async fn fetch(&self, _attachment: &Attachment, _max_bytes: usize) -> Result<Vec<u8>, DeliveryError> {
         Err(DeliveryError::Permanent(format!("{} files cannot be fetched yet", self.name())))
     }
+
+    /// Whether [`Channel::send_audio`] sends a voice note (Ogg/Opus) rather than a file.
+    /// Default: no.
+    fn voice_notes(&self) -> bool {
+        false
+    }
+
+    /// Sends one audio file to `target` (a voice note or an attachment), failures classified
+    /// like [`Channel::send`]'s. Default: not supported.
+    async fn send_audio(&self, _target: &Target, _audio: &crate::ports::Audio) -> Result<Sent, DeliveryError> {
+        Err(DeliveryError::Permanent(format!("{} cannot send audio", self.name())))
+    }
 }
 
 #[cfg(test)]

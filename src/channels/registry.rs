@@ -149,4 +149,15 @@ impl Delivery for Channels {
         let channel = self.get(platform).ok_or_else(|| DeliveryError::NotConfigured(platform.to_string()))?;
         with_retry(channel.name(), self.backoff, || channel.fetch(attachment, max_bytes)).await
     }
+
+    fn voice_notes(&self, platform: &str) -> bool {
+        self.get(platform).is_some_and(|c| c.voice_notes())
+    }
+
+    /// One upload, retried only while the platform has certainly not taken it.
+    async fn send_audio(&self, target: &Target, audio: &crate::ports::Audio) -> Result<(), DeliveryError> {
+        let channel = self.channel(target)?;
+        channel.ready()?;
+        with_retry(channel.name(), self.backoff, || channel.send_audio(target, audio)).await.map(|_| ())
+    }
 }

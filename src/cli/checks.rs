@@ -111,3 +111,24 @@ pub fn web(cfg: &Loaded) {
         println!("web:      {note}");
     }
 }
+
+/// The media tools' backends (`vision_analyze`'s model, `text_to_speech`'s vendor) and the
+/// Hermes toolsets in `toolsets` / `platform_toolsets` this gateway has no tool for (listed as
+/// ignored, never a problem). A configured vision model that cannot be used is a problem.
+pub fn media_and_toolsets(cfg: &Loaded, problems: &mut Vec<String>) {
+    let s = &cfg.settings;
+    match crate::config::vision_endpoint(&s.auxiliary.vision, &cfg.model, s.model.supports_vision, &cfg.env) {
+        Ok(Some(ep)) => println!("vision:   vision_analyze via {} {} at {} — {}", ep.provider, ep.model, ep.base_url, ep.why),
+        Ok(None) => println!("vision:   vision_analyze not offered (set auxiliary.vision.* or model.supports_vision)"),
+        Err(e) => problems.push(e),
+    }
+    match crate::config::speech_choice(&s.tts, &cfg.env) {
+        Ok(c) => println!("tts:      text_to_speech via {} {} at {}", c.provider, c.model, c.base_url),
+        Err(why) => println!("tts:      text_to_speech not offered: {why}"),
+    }
+    let have = crate::app::tools::builtin(&crate::runtime::tool_ports()).toolsets();
+    let ignored = crate::app::tools::toolsets::ignored(s, &have);
+    if !ignored.is_empty() {
+        println!("toolsets: ignored {} — Hermes toolsets hermes-zero does not have", ignored.join(", "));
+    }
+}

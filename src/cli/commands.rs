@@ -233,6 +233,7 @@ async fn doctor(home: &std::path::Path, cfg: Loaded, create_table: bool) -> Exit
         println!("warning:  no Telegram user is allowed (TELEGRAM_ALLOWED_USERS): {then}");
     }
     super::checks::web(&cfg);
+    super::checks::media_and_toolsets(&cfg, &mut problems);
     if cfg.settings.tools.web.allow_private {
         println!("warning:  tools.web.allow_private is on: web_fetch can reach private, loopback and link-local addresses");
     }

@@ -10,6 +10,7 @@ pub mod llm;
 pub mod mcp;
 pub mod nas;
 pub mod script;
+pub mod speech;
 pub mod stt;
 pub mod web;
 

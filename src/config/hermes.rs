@@ -17,11 +17,13 @@ pub struct AgentSettings {
     pub restart_drain_timeout: Option<u64>,
     /// Attempts per model before the fallback chain takes over (429/5xx/timeout).
     pub api_max_retries: u32,
+    /// Toolsets never offered, whatever else says (Hermes applies it last).
+    pub disabled_toolsets: Vec<String>,
 }
 
 impl Default for AgentSettings {
     fn default() -> Self {
-        Self { max_turns: None, restart_drain_timeout: None, api_max_retries: 3 }
+        Self { max_turns: None, restart_drain_timeout: None, api_max_retries: 3, disabled_toolsets: Vec::new() }
     }
 }
 
@@ -226,7 +228,6 @@ pub const HERMES_SECTIONS: &[&str] = &[
     "_config_version",
     "providers",
     "credential_pool_strategies",
-    "toolsets",
     "max_concurrent_sessions",
     "max_live_sessions",
     "terminal",
@@ -241,10 +242,8 @@ pub const HERMES_SECTIONS: &[&str] = &[
     "kanban",
     "openrouter",
     "bedrock",
-    "auxiliary",
     "dashboard",
     "privacy",
-    "tts",
     "voice",
     "human_delay",
     "context",
@@ -289,7 +288,6 @@ pub const HERMES_SECTIONS: &[&str] = &[
     "runtime",
     "attachments",
     "plugins",
-    "platform_toolsets",
     "telemetry",
     "auth",
     "timeouts",
@@ -334,6 +332,8 @@ pub const HERMES_OPEN_SECTIONS: &[&str] = &[
     "stt",
     "web",
     "delegation",
+    "auxiliary",
+    "tts",
 ];
 
 /// Lays the Hermes places over the flat keys (the Hermes place wins where both are set).

@@ -338,7 +338,7 @@ pub fn flow_depth(text: &str) -> usize {
 }
 
 /// Maps whose keys are free-form names (platforms, chat types).
-const FREE_MAPS: &[&str] = &["session_reset_by_platform", "session_reset_by_type", "identities"];
+const FREE_MAPS: &[&str] = &["session_reset_by_platform", "session_reset_by_type", "identities", "platform_toolsets"];
 
 fn unknown_keys(v: &serde_json::Value, known: &serde_json::Value, prefix: &str, out: &mut Vec<String>, ignored: &mut Vec<String>) {
     use super::hermes::{HERMES_OPEN_SECTIONS, HERMES_SECTIONS, HERMES_SUBKEYS};

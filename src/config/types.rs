@@ -79,6 +79,14 @@ pub struct Settings {
     pub web: super::WebSettings,
     /// Hermes' `delegation:` (`delegate_task`'s limits, docs/tools.md).
     pub delegation: super::DelegationSettings,
+    /// Hermes' `auxiliary:` (`vision_analyze`'s model, docs/tools.md#vision-and-speech).
+    pub auxiliary: super::AuxiliarySettings,
+    /// Hermes' `tts:` (`text_to_speech`'s backend).
+    pub tts: super::TtsSettings,
+    /// Hermes' `toolsets`: the toolsets of every platform without its own list (docs/tools.md#toolsets).
+    pub toolsets: Option<Vec<String>>,
+    /// Hermes' `platform_toolsets.<platform>`: a platform's own toolsets.
+    pub platform_toolsets: BTreeMap<String, Vec<String>>,
 }
 
 impl Default for Settings {
@@ -117,6 +125,10 @@ impl Default for Settings {
             stt: SttSettings::default(),
             web: super::WebSettings::default(),
             delegation: super::DelegationSettings::default(),
+            auxiliary: super::AuxiliarySettings::default(),
+            tts: super::TtsSettings::default(),
+            toolsets: None,
+            platform_toolsets: BTreeMap::new(),
         }
     }
 }

@@ -144,6 +144,14 @@ pub fn audio_name(a: &Attachment) -> String {
     format!("audio.{ext}")
 }
 
+/// The note for a photo the main model cannot see but `vision_analyze` can (the `n`th of
+/// the message).
+pub fn photo_for_tool(n: usize) -> String {
+    format!(
+        "[The user sent a photo (attachment:{n}). This model cannot see images: call vision_analyze with image_url \"attachment:{n}\" to look at it.]"
+    )
+}
+
 /// An image's MIME type from its first bytes (JPEG, PNG, GIF, WebP), else what the platform
 /// said, else JPEG (Telegram photos are JPEG and come without a type).
 pub fn image_mime(bytes: &[u8], said: Option<&str>) -> String {

@@ -95,6 +95,16 @@ pub trait Delivery: Send + Sync {
     ) -> Result<Vec<u8>, DeliveryError> {
         Err(DeliveryError::NotConfigured(platform.to_string()))
     }
+    /// Whether audio sent to `platform` goes out as a voice note (Ogg/Opus: Telegram,
+    /// WhatsApp) rather than as a file. Default: no.
+    fn voice_notes(&self, _platform: &str) -> bool {
+        false
+    }
+    /// Sends `audio` to `target`: a voice note where [`Delivery::voice_notes`] says so, else
+    /// a file, with the adapter's retries. Default: not supported.
+    async fn send_audio(&self, target: &Target, _audio: &super::Audio) -> Result<(), DeliveryError> {
+        Err(DeliveryError::NotConfigured(target.platform.clone()))
+    }
 }
 
 /// Where one inbound message's streamed reply goes when the transport that brought it

@@ -13,7 +13,8 @@
 //! - `fetch`: [`Fetcher`] and [`Resolve`], the web tools' pinned GETs and name lookups;
 //! - `mcp`: [`McpConnector`] and [`McpSession`], MCP servers' tools;
 //! - `web`: [`WebBackend`], the search vendors of `web_search` and `web_extract`.
-//! - `script`: [`ScriptRunner`], job scripts as child processes.
+//! - `script`: [`ScriptRunner`], job scripts as child processes;
+//! - `speech`: [`Speaker`], `text_to_speech`'s vendor.
 
 mod delivery;
 mod fetch;
@@ -22,6 +23,7 @@ mod keys;
 mod llm;
 mod mcp;
 mod script;
+mod speech;
 mod store;
 mod stt;
 mod timers;
@@ -34,6 +36,7 @@ pub use keys::JwksSource;
 pub use llm::{ChatRequest, ChatResponse, Llm, LlmError, ModelRoute, TextSink, ToolSpec};
 pub use mcp::{McpCallResult, McpConnector, McpEndpoint, McpError, McpSession, McpTool};
 pub use script::{ScriptError, ScriptOutput, ScriptRunner, ScriptSpec};
+pub use speech::{Speaker, SpeechError};
 pub use store::{
     Appended, Claim, Counts, InboundId, JobStore, LedgerStore, MAX_SESSION_NOTES, MetaStore, QueueStore, QueuedItem, SearchHit,
     SessionChange, SessionStore, Store, StoreError, TurnRead, TurnStore, note_meta_key,

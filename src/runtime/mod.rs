@@ -28,6 +28,8 @@ pub fn tool_ports() -> crate::app::tools::ToolPorts {
         dns: Arc::new(crate::clients::fetch::SystemDns),
         web_search: None,
         web_extract: None,
+        vision: None,
+        speech: None,
     }
 }
 
@@ -35,7 +37,17 @@ pub fn tool_ports() -> crate::app::tools::ToolPorts {
 /// (`web.*` and the vendors' variables, docs/tools.md#web-search-and-extract).
 pub fn tool_ports_for(cfg: &Loaded) -> crate::app::tools::ToolPorts {
     let web = crate::clients::web::from_config(cfg);
-    crate::app::tools::ToolPorts { web_search: web.search, web_extract: web.extract, ..tool_ports() }
+    let s = &cfg.settings;
+    // A vision model that cannot be used is reported by `doctor`; the tool is then not offered.
+    let vision = match crate::config::vision_endpoint(&s.auxiliary.vision, &cfg.model, s.model.supports_vision, &cfg.env) {
+        Ok(ep) => ep.map(|ep| crate::clients::llm::endpoint_llm(&ep, cfg)),
+        Err(e) => {
+            tracing::warn!(error = %e, "vision_analyze is not offered");
+            None
+        }
+    };
+    let speech = crate::clients::speech::from_config(cfg);
+    crate::app::tools::ToolPorts { web_search: web.search, web_extract: web.extract, vision, speech, ..tool_ports() }
 }
 
 /// Startup failures.

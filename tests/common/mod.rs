@@ -6,6 +6,7 @@
 
 pub mod anthropic;
 pub mod mcp_server;
+pub mod media_fakes;
 pub mod sse;
 pub mod web_vendors;
 
@@ -68,6 +69,8 @@ pub enum Reply {
     ToolWithId { id: String, name: String, args: Value },
     /// An HTTP error status.
     Status(u16),
+    /// 200 with a body that is not a chat completion.
+    Garbage,
 }
 
 /// Picks a fake model's answer for a request ([`FakeLlm::route`]).
@@ -201,6 +204,7 @@ async fn llm_handler(State(inner): State<Arc<Mutex<LlmInner>>>, headers: axum::h
             json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": name, "arguments": args.to_string()}}]})
         }
         Reply::Status(s) => return (StatusCode::from_u16(s).unwrap(), Json(json!({"error": {"message": "fake failure"}}))).into_response(),
+        Reply::Garbage => return ([("content-type", "text/html")], "<html>not a completion</html>").into_response(),
     };
     if sse {
         return sse_answer(&message);

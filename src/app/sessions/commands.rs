@@ -209,6 +209,7 @@ impl App {
             Err(err) => tracing::warn!(error = %err, "status: context line unavailable"),
         }
         lines.extend(self.status_jobs(e).await);
+        lines.push(self.status_tools(e));
         lines
     }
 }

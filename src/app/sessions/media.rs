@@ -34,10 +34,12 @@ impl App {
         }
         let platform = msg.origin.platform.clone();
         let vision = self.inner.cfg.settings.model.supports_vision;
+        // Without a vision main model, `vision_analyze`'s own model can still look (on request).
+        let by_tool = !vision && self.vision_tool_model();
         let mut p = Parts::default();
         for a in std::mem::take(&mut msg.attachments) {
             let fetched = match a.kind {
-                AttachmentKind::Image | AttachmentKind::Audio => vision || a.kind == AttachmentKind::Audio,
+                AttachmentKind::Image | AttachmentKind::Audio => vision || by_tool || a.kind == AttachmentKind::Audio,
                 AttachmentKind::Document => media::is_text(&a),
                 AttachmentKind::Other => false,
             };
@@ -48,8 +50,11 @@ impl App {
                 continue;
             }
             let done = match a.kind {
-                AttachmentKind::Image if vision => {
+                AttachmentKind::Image if vision || by_tool => {
                     p.photos.push(a);
+                    if by_tool {
+                        p.notes.push(media::photo_for_tool(p.photos.len()));
+                    }
                     Ok(())
                 }
                 AttachmentKind::Image => {
@@ -72,6 +77,13 @@ impl App {
         msg.text = if p.photos.is_empty() { body } else { format!("{} {body}", media::PHOTO_MARKER).trim_end().to_string() };
         msg.attachments = p.photos;
         p.lines
+    }
+
+    /// Whether `vision_analyze` has a model of its own (`auxiliary.vision.*`), so photos are
+    /// kept for it when the main model cannot see them.
+    fn vision_tool_model(&self) -> bool {
+        let cfg = &self.inner.cfg;
+        matches!(crate::config::vision_endpoint(&cfg.settings.auxiliary.vision, &cfg.model, false, &cfg.env), Ok(Some(_)))
     }
 
     /// The bytes of `a` within its kind's cap, or the line that tells the sender why not.

@@ -28,8 +28,11 @@ mod session_search;
 mod skills;
 #[cfg(test)]
 mod tests;
+mod text_to_speech;
 mod todo;
+pub mod toolsets;
 mod turn_hooks;
+mod vision_analyze;
 mod web_extract;
 mod web_fetch;
 mod web_search;
@@ -43,7 +46,7 @@ pub use web_fetch::{Limits as WebFetchLimits, WebFetch};
 use crate::app::App;
 pub use crate::app::types::TurnKind;
 use crate::core::ids::{Origin, SessionId};
-use crate::ports::{Fetcher, Resolve, WebBackend};
+use crate::ports::{Fetcher, Llm, Resolve, Speaker, WebBackend};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
@@ -63,12 +66,16 @@ pub struct ToolPorts {
     pub web_search: Option<Arc<dyn WebBackend>>,
     /// `web_extract`'s vendor (`None`: not offered).
     pub web_extract: Option<Arc<dyn WebBackend>>,
+    /// `vision_analyze`'s model (`auxiliary.vision.*` or the main model with vision; `None`: not offered).
+    pub vision: Option<Arc<dyn Llm>>,
+    /// `text_to_speech`'s vendor (`tts.*`; `None`: not offered).
+    pub speech: Option<Arc<dyn Speaker>>,
 }
 
 /// The registry of the tools this build ships, in the order they are offered. Adding a
 /// tool is one line here.
 pub fn builtin(ports: &ToolPorts) -> ToolRegistry {
-    let tools: [Arc<dyn Tool>; 13] = [
+    let tools: [Arc<dyn Tool>; 15] = [
         Arc::new(current_time::CurrentTime),
         Arc::new(cronjob::Cronjob),
         Arc::new(memory::MemoryTool),
@@ -82,6 +89,8 @@ pub fn builtin(ports: &ToolPorts) -> ToolRegistry {
         Arc::new(todo::Todo),
         Arc::new(clarify::Clarify),
         Arc::new(delegate::DelegateTask),
+        Arc::new(vision_analyze::VisionAnalyze::new(ports.vision.clone(), ports.fetcher.clone(), ports.dns.clone())),
+        Arc::new(text_to_speech::TextToSpeech::new(ports.speech.clone())),
     ];
     let registry = ToolRegistry::default();
     for tool in tools {

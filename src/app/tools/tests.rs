@@ -90,7 +90,9 @@ fn builtin_names_are_unique_and_in_offer_order() {
             "session_search",
             "todo",
             "clarify",
-            "delegate_task"
+            "delegate_task",
+            "vision_analyze",
+            "text_to_speech"
         ]
     );
 }
@@ -100,7 +102,7 @@ fn every_builtin_names_its_hermes_toolset_and_the_registry_answers_by_toolset() 
     let r = builtin(&crate::test_support::tool_ports());
     assert_eq!(
         r.toolsets(),
-        ["time", "cronjob", "memory", "messaging", "skills", "web", "session_search", "todo", "clarify", "delegation"]
+        ["time", "cronjob", "memory", "messaging", "skills", "web", "session_search", "todo", "clarify", "delegation", "vision", "tts"]
     );
     for (set, tools) in [
         ("time", &["current_time"][..]),
@@ -113,6 +115,8 @@ fn every_builtin_names_its_hermes_toolset_and_the_registry_answers_by_toolset() 
         ("todo", &["todo"]),
         ("clarify", &["clarify"]),
         ("delegation", &["delegate_task"]),
+        ("vision", &["vision_analyze"]),
+        ("tts", &["text_to_speech"]),
     ] {
         assert_eq!(r.of_toolsets(&[set]), tools, "{set}");
     }

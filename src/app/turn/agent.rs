@@ -52,11 +52,10 @@ where
         call_id: None,
         turn: None,
     };
-    let mut toolset = app.inner.tools.toolset(&ctx);
-    if !spec.toolsets.is_empty() {
-        let enabled = crate::app::tools::job_toolsets(&spec.toolsets, &app.inner.tools.toolsets());
-        toolset = toolset.in_toolsets(&enabled.iter().map(String::as_str).collect::<Vec<_>>());
-    }
+    let platform = (spec.kind == TurnKind::Chat).then(|| spec.origin.as_ref().map(|o| o.platform.as_str())).flatten();
+    let have = app.inner.tools.toolsets();
+    let toolset =
+        crate::app::tools::toolsets::narrow(app.inner.tools.toolset(&ctx), &app.inner.cfg.settings, platform, &spec.toolsets, &have);
     // What `clarify` and `delegate_task` ask of this turn (ending it, running children).
     let hooks = Hooks::new(&ctx, &toolset, spec.model.clone(), spec.route.clone());
     let ctx = ToolCtx { turn: Some(&hooks), ..ctx };

@@ -7,6 +7,7 @@ pub mod followup;
 pub mod interaction;
 pub mod rest;
 pub mod signature;
+mod upload;
 
 use crate::channels::{Channel, ChannelError, RawRequest, Received, Route, Sent, Unauthenticated};
 use crate::config::{BusyInputMode, Loaded};
@@ -81,6 +82,13 @@ impl Channel for Discord {
     async fn send(&self, target: &Target, text: &str) -> Result<Sent, DeliveryError> {
         match &self.client {
             Some(c) => c.send_message(target, text).await,
+            None => Err(DeliveryError::NotConfigured("discord (DISCORD_BOT_TOKEN is not set)".into())),
+        }
+    }
+
+    async fn send_audio(&self, target: &Target, audio: &crate::ports::Audio) -> Result<Sent, DeliveryError> {
+        match &self.client {
+            Some(c) => c.send_file(target, audio).await,
             None => Err(DeliveryError::NotConfigured("discord (DISCORD_BOT_TOKEN is not set)".into())),
         }
     }

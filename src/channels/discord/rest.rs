@@ -13,9 +13,9 @@ pub const LIMIT: usize = 2000;
 
 /// A Discord bot client, built once (its HTTP client is shared with the other channels).
 pub struct DiscordClient {
-    http: reqwest::Client,
-    base: String,
-    token: SecretString,
+    pub(super) http: reqwest::Client,
+    pub(super) base: String,
+    pub(super) token: SecretString,
 }
 
 impl DiscordClient {

@@ -18,9 +18,9 @@ const TEMPORARY: [&str; 4] = ["internal_error", "fatal_error", "service_unavaila
 
 /// A Slack Web API client, built once (its HTTP client is shared with the other channels).
 pub struct SlackClient {
-    http: reqwest::Client,
-    base: String,
-    token: SecretString,
+    pub(super) http: reqwest::Client,
+    pub(super) base: String,
+    pub(super) token: SecretString,
 }
 
 /// Escapes the three characters Slack reads as markup in `text` (`&`, `<`, `>`), so model

@@ -8,6 +8,7 @@
 pub mod api;
 pub mod event;
 pub mod signature;
+mod upload;
 
 use crate::channels::{Attachment, Channel, ChannelError, RawRequest, Received, Route, Sent, Unauthenticated, WebReply};
 use crate::config::Loaded;
@@ -102,6 +103,10 @@ impl Channel for Slack {
 
     async fn send(&self, target: &Target, text: &str) -> Result<Sent, DeliveryError> {
         self.client()?.post_message(target, text).await
+    }
+
+    async fn send_audio(&self, target: &Target, audio: &crate::ports::Audio) -> Result<Sent, DeliveryError> {
+        self.client()?.upload_file(target, audio).await
     }
 
     fn edits(&self) -> bool {

@@ -52,7 +52,7 @@ impl TelegramClient {
 
 /// Classifies a Bot API answer once: 2xx gives the body; 429 rate-limited with its
 /// `parameters.retry_after`; 5xx retryable; other statuses permanent with the description.
-async fn classify(resp: reqwest::Response) -> Result<Value, DeliveryError> {
+pub(super) async fn classify(resp: reqwest::Response) -> Result<Value, DeliveryError> {
     let status = resp.status().as_u16();
     let v: Value = resp.json().await.unwrap_or(Value::Null);
     if (200..300).contains(&status) {

@@ -7,6 +7,7 @@
 pub mod api;
 pub mod bot;
 pub mod media;
+mod voice;
 
 use crate::app::{AppError, Outcome};
 use crate::channels::{Channel, ChannelError, RawRequest, Received, Route, Sent, Unauthenticated, WebReply};
@@ -151,6 +152,17 @@ impl Channel for Telegram {
     async fn fetch(&self, attachment: &Attachment, max_bytes: usize) -> Result<Vec<u8>, DeliveryError> {
         match &self.client {
             Some(c) => media::fetch(c, attachment, max_bytes).await,
+            None => Err(DeliveryError::NotConfigured("telegram (TELEGRAM_BOT_TOKEN is not set)".into())),
+        }
+    }
+
+    fn voice_notes(&self) -> bool {
+        true
+    }
+
+    async fn send_audio(&self, target: &Target, audio: &crate::ports::Audio) -> Result<Sent, DeliveryError> {
+        match &self.client {
+            Some(c) => c.send_voice(target, audio).await,
             None => Err(DeliveryError::NotConfigured("telegram (TELEGRAM_BOT_TOKEN is not set)".into())),
         }
     }

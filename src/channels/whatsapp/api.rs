@@ -25,11 +25,11 @@ const RATE_LIMIT_CODES: &[i64] = &[4, 80007, 130429, 131056];
 
 /// A Graph API client for one business phone number, built once.
 pub struct GraphClient {
-    http: reqwest::Client,
+    pub(super) http: reqwest::Client,
     /// `{api_base}/{version}`.
-    base: String,
-    token: SecretString,
-    phone_number_id: String,
+    pub(super) base: String,
+    pub(super) token: SecretString,
+    pub(super) phone_number_id: String,
 }
 
 impl GraphClient {
@@ -79,7 +79,7 @@ impl GraphClient {
 }
 
 /// The JSON of a successful Graph answer, or its failure classified.
-async fn answer(resp: reqwest::Response) -> Result<Value, DeliveryError> {
+pub(super) async fn answer(resp: reqwest::Response) -> Result<Value, DeliveryError> {
     let status = resp.status().as_u16();
     let wait = retry_after(resp.headers(), RETRY_AFTER_CAP);
     let v: Value = resp.json().await.unwrap_or(Value::Null);

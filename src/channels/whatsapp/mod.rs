@@ -5,6 +5,7 @@
 //! characters) and media downloads.
 
 pub mod api;
+mod audio;
 pub mod payload;
 pub mod signature;
 
@@ -135,6 +136,14 @@ impl Channel for WhatsApp {
 
     async fn fetch(&self, attachment: &Attachment, max_bytes: usize) -> Result<Vec<u8>, DeliveryError> {
         self.client()?.fetch_media(&attachment.id, max_bytes).await
+    }
+
+    fn voice_notes(&self) -> bool {
+        true
+    }
+
+    async fn send_audio(&self, target: &Target, audio: &crate::ports::Audio) -> Result<Sent, DeliveryError> {
+        self.client()?.send_audio(&target.chat_id, audio).await
     }
 }
 

@@ -185,6 +185,33 @@ pub(super) async fn vet_url(ctx: &ToolCtx<'_>, dns: &dyn Resolve, url: &Url) -> 
     safety::vet(url, &policy, dns).await.map(|_| ())
 }
 
+/// GETs `url` with `web_fetch`'s address rules on every hop (redirects followed by hand, at
+/// most 5, each vetted and pinned), for the turn `ctx` describes: `vision_analyze`'s images.
+/// Returns the final URL and its answer, whatever its status.
+pub(super) async fn get_vetted(
+    ctx: &ToolCtx<'_>,
+    fetcher: &dyn Fetcher,
+    dns: &dyn Resolve,
+    mut url: Url,
+) -> Result<(Url, FetchResponse), ToolError> {
+    let policy = Policy {
+        allow_private: ctx.app.inner.cfg.settings.tools.web.allow_private,
+        #[cfg(test)]
+        pretend_public: Vec::new(),
+    };
+    let max = Limits::default().max_redirects;
+    for _ in 0..=max {
+        let target = safety::vet(&url, &policy, dns).await?;
+        let pin = target.domain.as_deref().map(|host| Pin { host, addrs: &target.addrs });
+        let resp = fetcher.get(&url, pin).await.map_err(|e| transport(&url, e))?;
+        match redirect_location(&url, &resp)? {
+            Some(next) => url = next,
+            None => return Ok((url, resp)),
+        }
+    }
+    Err(ToolError::Failed(format!("Too many redirects (more than {max}) fetching {url}")))
+}
+
 /// The model's URL; one without a scheme (`example.com/page`) is taken as https.
 pub(super) fn parse_url(text: &str) -> Result<Url, ToolError> {
     match Url::parse(text) {
