@@ -209,7 +209,7 @@ async fn runs(app: &App, id: &str, json: bool) -> Result<(), AppError> {
         println!("no runs of {} yet", j.id);
     } else {
         for r in runs {
-            println!("{} [{}] fire_at {} via {}", r.run_id, r.status, r.fire_at.to_rfc3339(), r.trigger);
+            println!("{} [{}] fire_at {} attempt {} via {}", r.run_id, r.status, r.fire_at.to_rfc3339(), r.attempt, r.trigger);
             for d in &r.deliveries {
                 println!("  → {} {}{}", d.target, d.status, d.error.as_ref().map(|e| format!(" ({e})")).unwrap_or_default());
             }
