@@ -153,6 +153,10 @@ pub struct JobFlags {
     /// (default: cron.spread_seconds).
     #[arg(long, value_name = "SECS")]
     pub spread: Option<u32>,
+    /// Retry delays in seconds of a run that failed with no effect: `60,300,900`, `[]` (or
+    /// "") for none, `default` for cron.retry.delays.
+    #[arg(long, value_name = "SECS,…")]
+    pub retry: Option<String>,
     /// Script under $HERMES_HOME/scripts/ run before each run (`.sh`/`.bash` with bash, else
     /// python3); its stdout goes into the prompt ("" clears it).
     #[arg(long)]

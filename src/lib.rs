@@ -11,7 +11,7 @@
 //!
 //! - [`core`]: pure domain — ids, the inbound message, session state, reset policy and rules,
 //!   the two-level queue rules, restart-recovery rules, commands, schedules (with DST), jobs,
-//!   runs and jobs.json, the timer-provider kinds, prompt assembly, text splitting. No I/O and
+//!   runs (and the retry of a run that had no effect) and jobs.json, the timer-provider kinds, prompt assembly, text splitting. No I/O and
 //!   no `config`: config parses into core's types.
 //! - [`ports`]: the traits the app needs, one file each under `src/ports/` — `Store` (split by
 //!   concern: `SessionStore`, `QueueStore`, `JobStore`, `LedgerStore`, `MetaStore`), `Llm`,

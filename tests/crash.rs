@@ -27,8 +27,13 @@
 //!   more copy of that message's answer, in the transcript and on Telegram; any other copy is
 //!   a violation.
 //! - **Every occurrence at most once.** Each job is a one-shot with a unique prompt: the model
-//!   sees its prompt at most once, the store holds at most one claim and one run record, and Telegram gets
-//!   at most one message for it (its output, its failure or its `missed` notice).
+//!   sees its prompt at most once per claimed attempt, the store holds at most one claim per
+//!   attempt and one run record per claim, and Telegram gets at most one message for it (its
+//!   output, its failure or its `missed` notice). A third of the jobs are flaky: the fake
+//!   model fails their first call (503), so their first attempt fails with no effect and a
+//!   retry attempt (`retry~<job>~<fire_at>~2`, its own claim, fired by the ticker once a later
+//!   run's clock jump makes it due) runs them again: retries are in the workload and the
+//!   occurrence is still delivered at most once.
 //!
 //! Prints `seed=S` first and `crashes=N violations=V seed=S` last; replay with
 //! `HZ_CRASH_SEED=S` (the schedule of each lane is a pure function of the seed; timing between
@@ -154,6 +159,8 @@ struct View {
     queued: Vec<String>,
     runs: HashMap<String, usize>,
     claims: HashMap<String, usize>,
+    /// Claims of retry attempts, by job.
+    retry_claims: HashMap<String, usize>,
     running_jobs: Vec<String>,
 }
 
@@ -181,7 +188,12 @@ fn view(home: &Path) -> View {
     }
     let mut st = c.prepare("SELECT job_id FROM claims").unwrap();
     for job in st.query_map([], |r| r.get::<_, String>(0)).unwrap() {
-        *v.claims.entry(job.unwrap()).or_default() += 1;
+        let job = job.unwrap();
+        // A retry attempt's claim: `retry~<job_id>~<fire_at>~<n>`.
+        match job.strip_prefix("retry~").and_then(|k| k.split('~').next()) {
+            Some(base) => *v.retry_claims.entry(base.to_string()).or_default() += 1,
+            None => *v.claims.entry(job).or_default() += 1,
+        }
     }
     drop(st);
     v.running_jobs = docs("SELECT id, doc FROM jobs").into_iter().filter(|(_, d)| d["state"] == "running").map(|(id, _)| id).collect();
@@ -192,6 +204,13 @@ fn view(home: &Path) -> View {
 fn unanswered(t: &[(String, String)]) -> Vec<String> {
     let last_answer = t.iter().rposition(|(r, _)| r == "assistant");
     t.iter().enumerate().filter(|(i, (r, _))| r == "user" && last_answer.is_none_or(|a| a < *i)).map(|(_, (_, c))| c.clone()).collect()
+}
+
+/// The prompt of job `id` (`j<lane>-<n>`): unique, and every third one flaky ([`FAIL_ONCE`]:
+/// its first model call fails, so its occurrence is retried).
+fn job_prompt(id: &str) -> String {
+    let n: u64 = id.rsplit('-').next().and_then(|n| n.parse().ok()).unwrap_or(0);
+    if n.is_multiple_of(3) { format!("job-{} {FAIL_ONCE}", &id[1..]) } else { format!("job-{}", &id[1..]) }
 }
 
 fn tg_chat(lane: usize, chat: usize) -> i64 {
@@ -275,8 +294,9 @@ impl Lane {
         let fifo = id.is_multiple_of(2);
         let home = TempHome::new(&format!("crash{id}"));
         let extra = format!(
-            "cron:\n  tick_interval_seconds: 1\n  wrap_response: false\nsession_reset:\n  mode: none\nrestart_loop_threshold: 1000\nbusy_input_mode: {}\n",
-            if fifo { "queue" } else { "interrupt" }
+            "cron:\n  tick_interval_seconds: 1\n  wrap_response: false\n  retry:\n    delays: [30, 60]\nagent:\n  api_max_retries: 1\nsession_reset:\n  mode: none\nrestart_loop_threshold: 1000\nbusy_input_mode: {}\ndelivery:\n  allow_targets: [\"telegram:{}\"]\n",
+            if fifo { "queue" } else { "interrupt" },
+            tg_chat(id, 9)
         );
         home.write("config.yaml", &config(Some(llm), Some(tg), &extra));
         let rng = StdRng::seed_from_u64(seed ^ (0x9e37_79b9_7f4a_7c15u64.wrapping_mul(id as u64 + 1)));
@@ -356,7 +376,8 @@ impl Lane {
             self.next += 1;
             let id = format!("j{}-{}", self.id, self.next);
             self.jobs.push(id.clone());
-            let body = json!({"id": id, "schedule": "in 1m", "prompt": format!("job-{}-{}", self.id, self.next), "deliver": format!("telegram:{}", tg_chat(self.id, 9))});
+            let body =
+                json!({"id": id, "schedule": "in 1m", "prompt": job_prompt(&id), "deliver": format!("telegram:{}", tg_chat(self.id, 9))});
             let req = self.http.post(format!("{base}/api/jobs")).bearer_auth(API_KEY).json(&body);
             creates.push(tokio::spawn(async move { req.send().await.map(|r| r.status().as_u16()) }));
         }
@@ -366,7 +387,12 @@ impl Lane {
             }
         }
         for t in creates {
-            let _ = t.await.unwrap();
+            // A refused job would leave the fire workload empty: no crash may hide that.
+            if let Ok(status) = t.await.unwrap()
+                && status >= 400
+            {
+                self.violations.push(format!("lane {}: POST /api/jobs answered {status}", self.id));
+            }
         }
     }
 
@@ -484,17 +510,22 @@ impl Lane {
             }
         }
         for id in &self.jobs {
-            let prompt = format!("job-{}", &id[1..]);
+            let prompt = job_prompt(id);
             let runs = s.prompts.get(&prompt).copied().unwrap_or(0);
             let records = v.runs.get(id).copied().unwrap_or(0);
             let claims = v.claims.get(id).copied().unwrap_or(0);
+            // At most one retry (the lanes' delays allow two, but a flaky job fails once).
+            let retries = v.retry_claims.get(id).copied().unwrap_or(0);
             let sent =
                 s.tg.iter()
                     .filter(|(t, _)| **t == format!("echo: {prompt}") || t.contains(&format!("'{id}'")))
                     .map(|(_, n)| n)
                     .sum::<usize>();
-            if runs > 1 || records > 1 || claims > 1 || sent > 1 {
-                bad.push(format!("{ctx}: job {id} ran {runs}× (model), {claims} claims, {records} run records, delivered {sent}×"));
+            let attempts = claims + retries;
+            if claims > 1 || retries > usize::from(prompt.contains(FAIL_ONCE)) || runs > attempts || records > attempts || sent > 1 {
+                bad.push(format!(
+                    "{ctx}: job {id} ran {runs}× (model), {claims} claims + {retries} retry claims, {records} run records, delivered {sent}×"
+                ));
             }
         }
         if strict && !v.running_jobs.is_empty() {
@@ -566,7 +597,12 @@ async fn seeded_random_crashes_keep_the_invariants() {
     }
     let startup = lanes.iter().map(|l| l.startup).sum::<Duration>().as_millis() / runs.max(1) as u128;
     println!("runs={runs} kills={kills} messages={msgs} jobs={jobs} startup={startup}ms elapsed={:.1}s", t0.elapsed().as_secs_f64());
+    // Retries are in the workload: flaky jobs' failed first attempts were retried.
+    let retried: usize = lanes.iter().map(|l| view(l.home.path()).retry_claims.values().sum::<usize>()).sum();
+    let claimed: usize = lanes.iter().map(|l| view(l.home.path()).claims.values().sum::<usize>()).sum();
+    println!("occurrences claimed={claimed} retry attempts claimed={retried}");
     println!("crashes={crashes} violations={} seed={seed}", violations.len());
+    assert!(retried > 0 || min < MIN_CRASHES, "no retry attempt ran (seed={seed})");
     assert!(violations.is_empty(), "{} violations (seed={seed}); see VIOLATION lines", violations.len());
     assert!(crashes >= min, "only {crashes} crashes in {runs} runs (seed={seed})");
 }

@@ -104,6 +104,8 @@ pub(in crate::app) struct Inner {
     pub(in crate::app) stt: Arc<dyn crate::ports::Transcriber>,
     /// Runs job scripts.
     pub(in crate::app) scripts: Arc<dyn crate::ports::ScriptRunner>,
+    /// Job runs in which a tool call with an effect started (retry of a run that had none).
+    pub(in crate::app) effects: types::EffectLog,
 }
 
 /// What an [`App`] is built from: settings and adapters, chosen once at wiring time.
@@ -189,6 +191,7 @@ impl App {
                 default_model: model_choice::DefaultModel::default(),
                 stt,
                 scripts,
+                effects: types::EffectLog::default(),
             }),
         }
     }

@@ -48,7 +48,8 @@ impl FireStatus {
     /// The one JSON shape of a fire's result, for every transport (the Chronos callback, the
     /// REST run route, the Lambda fire event): `status` is `ok` (it ran, or was recorded as
     /// missed or skipped), `gone`, `paused`, `duplicate` or `stale`; a run adds `run_id`,
-    /// `run_status` (`ok`, `error`, `delivery_failed`, `missed`, `skipped`) and `error`; `next_fire_at` is the job's next
+    /// `run_status` (`ok`, `silent`, `error`, `delivery_failed`, `missed`, `skipped`, `over_budget`), `attempt` (1, or the retry's
+    /// number) and `error`; `next_fire_at` is the job's next
     /// occurrence. The run's output is never included (the caller may be the NAS).
     pub fn to_json(&self) -> serde_json::Value {
         let iso = |t: &Option<DateTime<Utc>>| t.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
@@ -58,8 +59,27 @@ impl FireStatus {
             Self::Duplicate => serde_json::json!({"status": "duplicate"}),
             Self::Stale { next } => serde_json::json!({"status": "stale", "next_fire_at": iso(next)}),
             Self::Ran { run, next } => serde_json::json!({
-                "status": "ok", "run_id": run.run_id, "run_status": run.status, "error": run.error, "next_fire_at": iso(next),
+                "status": "ok", "run_id": run.run_id, "run_status": run.status, "attempt": run.attempt, "error": run.error, "next_fire_at": iso(next),
             }),
         }
+    }
+}
+
+/// Job-run sessions in which a tool call with an effect started (docs/design/jobs.md#retry):
+/// the tool registry marks a session before such a call runs in a job run, and the run takes
+/// the mark when it ends. A failed run with a mark is never retried. Process-local on
+/// purpose: a run lives in one process, and a run whose process died is never retried.
+#[derive(Debug, Default)]
+pub(in crate::app) struct EffectLog(std::sync::Mutex<std::collections::HashSet<String>>);
+
+impl EffectLog {
+    /// Marks `session`: a call with an effect is about to run in it.
+    pub(in crate::app) fn mark(&self, session: &str) {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(session.to_string());
+    }
+
+    /// Whether `session` was marked, clearing the mark.
+    pub(in crate::app) fn take(&self, session: &str) -> bool {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(session)
     }
 }

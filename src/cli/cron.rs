@@ -8,6 +8,19 @@ use crate::runtime::ticker;
 use serde_json::{Value, json};
 use std::process::ExitCode;
 
+/// `--retry`: `60,300` (or `[60, 300]`) → a list, `[]` or "" → none, `default` → null (the
+/// configured delays). Anything else goes to the job's own check as text, which names it.
+fn retry_json(r: &str) -> Value {
+    let t = r.trim().trim_start_matches('[').trim_end_matches(']').trim();
+    if r.trim() == "default" {
+        return Value::Null;
+    }
+    if t.is_empty() {
+        return json!([]);
+    }
+    json!(t.split(',').map(|d| d.trim().to_string()).collect::<Vec<_>>())
+}
+
 fn flags_json(v: &mut Value, f: &JobFlags) {
     if let Some(n) = &f.name {
         v["name"] = json!(n);
@@ -26,6 +39,9 @@ fn flags_json(v: &mut Value, f: &JobFlags) {
     }
     if let Some(s) = f.spread {
         v["spread"] = json!(s);
+    }
+    if let Some(r) = &f.retry {
+        v["retry"] = retry_json(r);
     }
     if let Some(s) = &f.script {
         v["script"] = json!(s);
@@ -209,7 +225,7 @@ async fn runs(app: &App, id: &str, json: bool) -> Result<(), AppError> {
         println!("no runs of {} yet", j.id);
     } else {
         for r in runs {
-            println!("{} [{}] fire_at {} via {}", r.run_id, r.status, r.fire_at.to_rfc3339(), r.trigger);
+            println!("{} [{}] fire_at {} attempt {} via {}", r.run_id, r.status, r.fire_at.to_rfc3339(), r.attempt, r.trigger);
             for d in &r.deliveries {
                 println!("  → {} {}{}", d.target, d.status, d.error.as_ref().map(|e| format!(" ({e})")).unwrap_or_default());
             }

@@ -470,6 +470,9 @@ fn validate(s: &Settings, file: &str) -> Result<chrono_tz::Tz, ConfigError> {
     if let Err(e) = crate::core::schedule::spread::check(u64::from(s.cron.spread_seconds)) {
         return Err(bad("cron.spread_seconds", e));
     }
+    if let Err(e) = crate::core::retry::check_delays(&s.cron.retry.delays) {
+        return Err(bad("cron.retry.delays", e));
+    }
     if s.store.path.trim().is_empty() {
         return Err(bad("store.path", "must not be empty".into()));
     }

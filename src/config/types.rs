@@ -394,6 +394,23 @@ pub struct CronSettings {
     /// Limit of one job script run, in seconds (Hermes' key; env `HERMES_CRON_SCRIPT_TIMEOUT`
     /// wins; on Lambda the invocation's time left caps it).
     pub script_timeout_seconds: u64,
+    /// Retry of a run that had no effect (docs/design/jobs.md#retry).
+    pub retry: RetrySettings,
+}
+
+/// `cron.retry:` block.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RetrySettings {
+    /// Delays in seconds after a failed attempt before the next (default `[60, 300, 900]`;
+    /// `[]` turns retries off; a job's `retry` overrides it).
+    pub delays: Vec<u32>,
+}
+
+impl Default for RetrySettings {
+    fn default() -> Self {
+        Self { delays: crate::core::retry::DEFAULT_DELAYS.to_vec() }
+    }
 }
 
 impl Default for CronSettings {
@@ -411,6 +428,7 @@ impl Default for CronSettings {
             eventbridge: EventBridgeSettings::default(),
             spread_seconds: 0,
             script_timeout_seconds: crate::core::script::DEFAULT_TIMEOUT_SECS,
+            retry: RetrySettings::default(),
         }
     }
 }

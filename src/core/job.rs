@@ -63,6 +63,8 @@ pub enum RunStatus {
     /// The occurrence came due while the previous run still ran, and was not run
     /// (docs/design.md#overlap).
     Skipped,
+    /// The run stopped at a budget limit (per-run `max_tokens`, `cron.daily_budget_usd`).
+    OverBudget,
 }
 
 /// What an occurrence that comes due while the job's previous run still runs does
@@ -216,12 +218,32 @@ pub struct Job {
     /// `attach_to_session`), stored flat under their own names.
     #[serde(default, flatten)]
     pub options: crate::core::job_options::JobOptions,
+    // Beyond Hermes: retry of a run that had no effect (docs/design/jobs.md#retry).
+    /// The job's own retry delays in seconds (`[]`: no retry; None: `cron.retry.delays`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<Vec<u32>>,
+    /// Run state: the attempt a failed run planned, until it is claimed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_due: Option<crate::core::retry::RetryDue>,
 }
 
 impl Job {
     /// The zone the schedule is evaluated in.
     pub fn tz(&self, default: Tz) -> Tz {
         self.timezone.as_deref().and_then(|z| z.parse().ok()).unwrap_or(default)
+    }
+
+    /// When a ticker should look at the job (the stores' due index): the earlier of its next
+    /// occurrence and its pending retry attempt, while it is enabled and scheduled or running.
+    pub fn due_at(&self) -> Option<DateTime<Utc>> {
+        if !(self.enabled && matches!(self.state, JobState::Scheduled | JobState::Running)) {
+            return None;
+        }
+        let retry = self.retry_due.as_ref().map(|r| r.at);
+        match (self.next_run_at, retry) {
+            (Some(n), Some(r)) => Some(n.min(r)),
+            (n, r) => n.or(r),
+        }
     }
 
     /// Whether timers should exist for it.
@@ -248,7 +270,10 @@ impl Job {
                 adv.next_run_at = *next;
                 adv.spread_offset = *offset;
                 adv.state = JobState::Running;
-                adv.running = Some(RunningMark { owner: owner.to_string(), fire_at: occ, started_at: now });
+                adv.running = Some(RunningMark { owner: owner.to_string(), fire_at: occ, started_at: now, attempt: 1 });
+                // A new occurrence supersedes an attempt of an older one still pending (an
+                // attempt is only planned before the next occurrence, so this is a late timer).
+                adv.retry_due = None;
                 adv.repeat.completed = adv.repeat.completed.saturating_add(1);
             }
         }
@@ -333,6 +358,9 @@ pub struct RunningMark {
     pub fire_at: DateTime<Utc>,
     /// When the run started.
     pub started_at: DateTime<Utc>,
+    /// The attempt running (1: the occurrence's own claim; docs/design/jobs.md#retry).
+    #[serde(default = "crate::core::run::first_attempt")]
+    pub attempt: u32,
 }
 
 impl RunningMark {

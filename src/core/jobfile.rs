@@ -54,6 +54,9 @@ pub struct JobSpec {
     pub workdir: Option<String>,
     /// Hermes' run options.
     pub options: JobOptions,
+    /// `retry`: delays in seconds of the retries of a run that had no effect (`[]`: none;
+    /// None: `cron.retry.delays`; docs/design/jobs.md#retry).
+    pub retry: Option<Vec<u32>>,
 }
 
 /// A refused jobs.json.
@@ -90,6 +93,7 @@ const KNOWN: &[&str] = &[
     "script",
     "no_agent",
     "workdir",
+    "retry",
 ];
 
 /// A job of jobs.json that was not loaded, and why (shown by `cron list --all`, `doctor` and
@@ -351,7 +355,29 @@ pub fn parse_job(j: &Value, now: DateTime<Utc>, tz: Tz) -> Result<JobSpec, Strin
         no_agent,
         workdir,
         options,
+        retry: parse_retry(j.get("retry").unwrap_or(&Value::Null))?,
     })
+}
+
+/// Parses `retry`: a list of delays in seconds (numbers or numeric text), `[]` for no
+/// retry, `null` for the configured default.
+fn parse_retry(v: &Value) -> Result<Option<Vec<u32>>, String> {
+    let list = match v {
+        Value::Null => return Ok(None),
+        Value::Array(a) => a,
+        _ => return Err(format!("`retry` must be a list of delays in seconds (e.g. [60, 300]), got {v}")),
+    };
+    let delays = list
+        .iter()
+        .map(|d| match d {
+            Value::Number(n) => n.as_u64(),
+            Value::String(s) => s.trim().parse::<u64>().ok(),
+            _ => None,
+        })
+        .map(|d| d.and_then(|d| u32::try_from(d).ok()).ok_or_else(|| format!("`retry` must list whole seconds, got {v}")))
+        .collect::<Result<Vec<u32>, String>>()?;
+    crate::core::retry::check_delays(&delays).map_err(|e| format!("`retry`: {e}"))?;
+    Ok(Some(delays))
 }
 
 /// Parses `spread`: seconds as a number (or numeric text), `null` for the configured default.
@@ -424,6 +450,8 @@ impl crate::core::job::Job {
             no_agent: spec.no_agent,
             workdir: spec.workdir.clone(),
             options: spec.options.clone(),
+            retry: spec.retry.clone(),
+            retry_due: None,
         };
         job.next_run_at = Self::first_run(&job.schedule, now, job.tz(tz));
         job

@@ -22,6 +22,7 @@ pub mod prompt;
 pub mod queue;
 pub mod recovery;
 pub mod reset;
+pub mod retry;
 pub mod run;
 pub mod schedule;
 pub mod script;

@@ -24,10 +24,13 @@ pub enum RunOutcome {
     Silent,
     /// Came due while the job's previous run still ran; not run (docs/design.md#overlap).
     Skipped,
+    /// Stopped at a budget limit before its next model call.
+    OverBudget,
 }
 
 impl RunOutcome {
-    /// The stored name (`ok`, `error`, `delivery_failed`, `missed`, `interrupted`, `silent`, `skipped`).
+    /// The stored name (`ok`, `error`, `delivery_failed`, `missed`, `interrupted`, `silent`,
+    /// `skipped`, `over_budget`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Ok => "ok",
@@ -37,6 +40,7 @@ impl RunOutcome {
             Self::Interrupted => "interrupted",
             Self::Skipped => "skipped",
             Self::Silent => "silent",
+            Self::OverBudget => "over_budget",
         }
     }
 
@@ -48,6 +52,7 @@ impl RunOutcome {
             Self::Skipped => RunStatus::Skipped,
             Self::DeliveryFailed => RunStatus::DeliveryFailed,
             Self::Silent => RunStatus::Silent,
+            Self::OverBudget => RunStatus::OverBudget,
             Self::Error | Self::Interrupted => RunStatus::Error,
         }
     }
@@ -96,15 +101,30 @@ pub struct RunRecord {
     /// Per-target delivery results.
     #[serde(default)]
     pub deliveries: Vec<DeliveryResult>,
-    /// The run's session (`cron_<job>_<stamp>`).
+    /// The run's session (`cron_<job>_<stamp>`, `_<attempt>` after it for a retry).
     #[serde(default)]
     pub session_id: String,
+    /// The attempt of the occurrence (1, then 2, 3… for retries; docs/design/jobs.md#retry).
+    #[serde(default = "first_attempt")]
+    pub attempt: u32,
+}
+
+/// The first attempt's number (what records written before retries existed were).
+pub fn first_attempt() -> u32 {
+    1
 }
 
 impl RunRecord {
     /// The occurrence whose claim this run belongs to: manual runs claim in their own key
-    /// space ([`Occurrence::manual`]), every other trigger the job's scheduled occurrence.
+    /// space ([`Occurrence::manual`]), a retry attempt its own key
+    /// ([`crate::core::retry::RetryKey`]), every other run the job's scheduled occurrence.
     pub fn occurrence(&self) -> Occurrence {
-        if self.trigger == "manual" { Occurrence::manual(&self.job_id, self.fire_at) } else { Occurrence::new(&self.job_id, self.fire_at) }
+        if self.trigger == "manual" {
+            Occurrence::manual(&self.job_id, self.fire_at)
+        } else if self.attempt > 1 {
+            crate::core::retry::RetryKey { job_id: self.job_id.clone(), fire_at: self.fire_at, attempt: self.attempt }.occurrence()
+        } else {
+            Occurrence::new(&self.job_id, self.fire_at)
+        }
     }
 }

@@ -195,6 +195,14 @@ async fn llm_handler(State(inner): State<Arc<Mutex<LlmInner>>>, headers: axum::h
         .and_then(|m| m["content"].as_str())
         .unwrap_or("")
         .to_string();
+    // A prompt carrying FAIL_ONCE fails (503) the first time the model sees it: a job whose
+    // first attempt fails and whose retry succeeds (the crash suite's workload).
+    if reply.is_none() && last_user.contains(FAIL_ONCE) {
+        let seen = inner.lock().unwrap().requests.iter().filter(|r| self::last_user(r) == last_user).count();
+        if seen <= 1 {
+            return (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"error": {"message": "fake failure"}}))).into_response();
+        }
+    }
     let message = match reply.unwrap_or(Reply::Text(format!("echo: {last_user}"))) {
         Reply::Text(t) => json!({"role": "assistant", "content": t}),
         Reply::Tool { name, args } => {
@@ -211,6 +219,10 @@ async fn llm_handler(State(inner): State<Arc<Mutex<LlmInner>>>, headers: axum::h
     }
     Json(json!({"id": "cmpl-1", "object": "chat.completion", "choices": [{"index": 0, "message": message, "finish_reason": "stop"}], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})).into_response()
 }
+
+/// Marker of a prompt the fake model fails (503) the first time it sees it.
+#[allow(dead_code)]
+pub const FAIL_ONCE: &str = "[503-once]";
 
 /// A fake Telegram Bot API recording `sendMessage` calls.
 #[derive(Clone)]

@@ -4,38 +4,24 @@
 //! (the run half is `jobs::run`).
 
 use crate::app::cas::{again, retry_cas};
-use crate::app::jobs::types::{RunStart, ended_run};
+use crate::app::jobs::types::{Claimed, EARLY_TOLERANCE_SECS, RunStart, Step, ended_run};
 use crate::app::types::{LEASE_MARGIN_SECS, TURN_BUDGET_SECS};
 use crate::app::{App, AppError, FireStatus};
 use crate::core::job::{Decision, Job, JobState, Occurrence, Overlap, RunOutcome, RunStatus, RunningMark, decide};
 use crate::ports::Claim;
 use chrono::{DateTime, Duration, Utc};
 
-/// How early an external timer may fire and still count (clock skew).
-const EARLY_TOLERANCE_SECS: i64 = 60;
-
-/// An occurrence this process claimed, with what the claim decided and, for a run, the
-/// session and prompt the claim stored.
-struct Claimed {
-    job: Job,
-    occ: Occurrence,
-    start: Option<RunStart>,
-}
-
-/// One claim attempt's result: an answer already (gone, paused, duplicate, stale), the
-/// claim of an occurrence skipped because the previous run still runs, or the claim.
-enum Step {
-    Done(FireStatus),
-    Skipped(Box<Claimed>),
-    Claimed(Box<Claimed>),
-}
-
 impl App {
     /// Fires the occurrence `fire_at` (default: the job's `next_run_at`) of a job.
     #[tracing::instrument(skip(self), fields(occurrence))]
     pub(in crate::app) async fn fire(&self, job_id: &str, fire_at: Option<DateTime<Utc>>, trigger: &str) -> Result<FireStatus, AppError> {
         let _running = self.inner.fires.enter();
-        let Claimed { job: claimed, occ, start } = match retry_cas(|| self.claim_due(job_id, fire_at)).await? {
+        let step = match crate::core::retry::RetryKey::parse(job_id) {
+            // A retry attempt (docs/design/jobs.md#retry): its own claim, then the same path.
+            Some(key) => retry_cas(|| self.claim_retry(&key)).await?,
+            None => retry_cas(|| self.claim_due(job_id, fire_at)).await?,
+        };
+        let Claimed { job: claimed, occ, start } = match step {
             Step::Done(FireStatus::Paused) => {
                 tracing::info!(job_id, trigger, "paused: the job is paused, nothing runs");
                 return Ok(FireStatus::Paused);
@@ -45,8 +31,11 @@ impl App {
             Step::Claimed(c) => *c,
         };
         crate::app::crash::crash_point("fire:claimed");
-        // Arm the next timer before running, so a crash mid-run skips at most this one.
-        self.rearm(&claimed).await;
+        // Arm the next timer before running, so a crash mid-run skips at most this one (a
+        // retry attempt's claim moved no timer: the job's stays as it was).
+        if claimed.running.as_ref().is_none_or(|m| m.attempt <= 1) {
+            self.rearm(&claimed).await;
+        }
         crate::app::crash::crash_point("fire:armed");
         let (run, tail) = match start {
             None => self.record_missed(&claimed, &occ, trigger).await,
@@ -111,7 +100,7 @@ impl App {
         }
         let adv = job.advance(&decision, occ.fire_at, &self.inner.live.owner, now);
         let start = match &decision {
-            Decision::Run { .. } => Some(self.run_start(&job, &occ, now, None).await),
+            Decision::Run { .. } => Some(self.run_start(&job, &occ, now, None, 1).await),
             _ => None,
         };
         crate::app::crash::crash_point("fire:due");
@@ -158,7 +147,7 @@ impl App {
             let occ = Occurrence::manual(&job.id, now + Duration::seconds(bump.load(std::sync::atomic::Ordering::Relaxed)));
             let mut adv = job.clone();
             adv.last_run_at = Some(now);
-            let start = self.run_start(&job, &occ, now, prompt).await;
+            let start = self.run_start(&job, &occ, now, prompt, 1).await;
             match self.inner.store.fire_claim(&occ, &adv, now, start.append().as_ref()).await? {
                 Claim::Claimed(j) => Ok(Some((*j, occ, start))),
                 Claim::Duplicate => {
@@ -212,7 +201,10 @@ impl App {
             return Ok(false);
         }
         let now = self.inner.clock.now();
-        let occ = Occurrence::new(&job.id, mark.fire_at);
+        let occ = match mark.attempt {
+            0 | 1 => Occurrence::new(&job.id, mark.fire_at),
+            attempt => crate::core::retry::RetryKey { job_id: job.id.clone(), fire_at: mark.fire_at, attempt }.occurrence(),
+        };
         let run = ended_run(&occ, "recovery", mark.started_at, now, RunOutcome::Interrupted, String::new(), j.last_error.clone());
         self.inner.store.finish_run(&run, self.inner.cfg.settings.cron.output_retention).await?;
         tracing::warn!(job_id = %job.id, occurrence = %occ.key(), "job run interrupted by a crash; not re-run");
@@ -221,12 +213,14 @@ impl App {
 
     /// Asks the timer provider to match the job; failures are logged (reconcile retries).
     /// A paused, disabled or completed job is not armed: its timer is cancelled.
+    /// A pending retry attempt's timer follows the same state (docs/design/jobs.md#retry).
     pub(in crate::app) async fn rearm(&self, job: &Job) {
         if let Err(e) = self.inner.timers.arm(job).await {
             tracing::error!(job_id = %job.id, provider = %self.inner.timers.provider(), error = %e, "could not arm the next timer; reconcile will retry");
             let _ =
                 self.inner.store.put_meta("timers_last_error", &format!("{} {}: {e}", self.inner.clock.now().to_rfc3339(), job.id)).await;
         }
+        self.rearm_retry(job).await;
     }
 }
 

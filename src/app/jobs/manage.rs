@@ -106,6 +106,7 @@ impl App {
             });
             merged["overlap"] = serde_json::json!(j.overlap);
             merged["spread"] = serde_json::json!(j.spread);
+            merged["retry"] = serde_json::json!(j.retry);
             if let Some(m) = merged.as_object_mut() {
                 m.extend(j.options.to_fields());
             }
@@ -269,8 +270,11 @@ impl App {
         for j in due {
             let app = self.clone();
             tasks.push(tokio::spawn(async move {
-                match app.fire(&j.id, j.next_run_at, "ticker").await {
-                    Ok(FireStatus::Ran { run, .. }) => tracing::info!(job_id = %j.id, status = %run.status, "job ran"),
+                // The job's pending retry attempt first, then its occurrence (jobs::retry).
+                match app.fire_due(&j, due_before, "ticker").await {
+                    Ok(Some(FireStatus::Ran { run, .. })) => {
+                        tracing::info!(job_id = %j.id, status = %run.status, attempt = run.attempt, "job ran")
+                    }
                     Ok(other) => tracing::debug!(job_id = %j.id, ?other, "tick fire"),
                     Err(e) => tracing::error!(job_id = %j.id, error = %e, "tick fire failed"),
                 }
@@ -295,7 +299,8 @@ impl App {
     /// Makes the provider's timers match the store (startup, every tick, after fires).
     /// Failures are recorded for `cron status` and retried next time.
     pub(in crate::app) async fn reconcile_timers(&self) -> Result<crate::ports::ReconcileReport, AppError> {
-        let jobs = self.inner.store.list_jobs().await?;
+        // Pending retry attempts have timers of their own (docs/design/jobs.md#retry).
+        let jobs = crate::core::retry::with_timer_jobs(self.inner.store.list_jobs().await?);
         match self.inner.timers.reconcile(&jobs).await {
             Ok(r) => {
                 let _ = self.inner.store.delete_meta("timers_last_error").await;
@@ -363,6 +368,7 @@ fn apply_spec(j: &mut Job, s: &JobSpec, now: chrono::DateTime<chrono::Utc>, tz: 
     }
     j.overlap = s.overlap;
     j.spread = s.spread;
+    j.retry = s.retry.clone();
     if !schedule_changed {
         j.respread(spread);
     }

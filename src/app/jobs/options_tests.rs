@@ -87,6 +87,7 @@ fn run(job_id: &str, at: DateTime<Utc>, output: &str) -> RunRecord {
         error: None,
         deliveries: vec![],
         session_id: String::new(),
+        attempt: 1,
     }
 }
 

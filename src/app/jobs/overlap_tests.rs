@@ -162,8 +162,12 @@ async fn a_stale_running_mark_is_recovered_and_the_occurrence_runs() {
     let store = k.app.test_store();
     let mut j = store.get_job("j").await.unwrap().unwrap();
     j.state = JobState::Running;
-    j.running =
-        Some(RunningMark { owner: "elsewhere:1".into(), fire_at: at - Duration::minutes(5), started_at: at - Duration::seconds(700) });
+    j.running = Some(RunningMark {
+        owner: "elsewhere:1".into(),
+        fire_at: at - Duration::minutes(5),
+        started_at: at - Duration::seconds(700),
+        attempt: 1,
+    });
     store.put_job(&j).await.unwrap();
     k.llm.gate.add_permits(1);
     assert_eq!(run_of(&k.app.jobs().fire("j", None, "ticker").await.unwrap()).status, RunOutcome::Ok);
@@ -174,7 +178,8 @@ async fn a_stale_running_mark_is_recovered_and_the_occurrence_runs() {
     k.clock.advance(Duration::minutes(5));
     let mut j = store.get_job("j").await.unwrap().unwrap();
     j.state = JobState::Running;
-    j.running = Some(RunningMark { owner: "elsewhere:1".into(), fire_at: at, started_at: k.clock.now() - Duration::seconds(60) });
+    j.running =
+        Some(RunningMark { owner: "elsewhere:1".into(), fire_at: at, started_at: k.clock.now() - Duration::seconds(60), attempt: 1 });
     store.put_job(&j).await.unwrap();
     assert_eq!(run_of(&k.app.jobs().fire("j", None, "ticker").await.unwrap()).status, RunOutcome::Skipped);
     assert_eq!(k.llm.calls.load(Ordering::SeqCst), 1);

@@ -5,6 +5,7 @@
 
 use crate::app::cas::retry_cas;
 use crate::app::jobs::mirror::mirror_enabled;
+use crate::app::jobs::retry::Failure;
 use crate::app::jobs::script::ScriptEnd;
 use crate::app::jobs::types::{PREAMBLE, RunStart, Tail, ended_run, is_silent, run_id, wrap_response};
 use crate::app::turn::agent;
@@ -13,7 +14,7 @@ use crate::app::types::TURN_BUDGET_SECS;
 use crate::app::types::TurnKind;
 use crate::app::{App, AppError};
 use crate::core::ids::SessionId;
-use crate::core::job::{Job, Occurrence, RunOutcome, RunRecord};
+use crate::core::job::{Job, JobState, Occurrence, RunOutcome, RunRecord};
 use crate::core::session::{Message, Role};
 use crate::ports::{FireFinish, RunAppend};
 use chrono::{DateTime, Utc};
@@ -29,18 +30,29 @@ enum Stage {
 }
 
 impl App {
-    /// The session and prompt of a run of `occ` starting `now`; `extra` is a manual run's
-    /// one-time text (`## Run Context`).
-    pub(in crate::app) async fn run_start(&self, job: &Job, occ: &Occurrence, now: DateTime<Utc>, extra: Option<&str>) -> RunStart {
+    /// The session and prompt of attempt `attempt` of a run of `occ` starting `now`; `extra`
+    /// is a manual run's one-time text (`## Run Context`). Each attempt has its own fresh
+    /// session (`_<attempt>` after the stamp for a retry).
+    pub(in crate::app) async fn run_start(
+        &self,
+        job: &Job,
+        occ: &Occurrence,
+        now: DateTime<Utc>,
+        extra: Option<&str>,
+        attempt: u32,
+    ) -> RunStart {
         let stamp = occ.fire_at.with_timezone(&self.inner.cfg.tz).format("%Y%m%d_%H%M%S");
-        let session_id = SessionId::named(format!("cron_{}_{stamp}", job.id));
+        let session_id = match attempt {
+            0 | 1 => SessionId::named(format!("cron_{}_{stamp}", job.id)),
+            n => SessionId::named(format!("cron_{}_{stamp}_{n}", job.id)),
+        };
         let scripted = job.script.is_some();
         // A script job's prompt is built once its script ran (`script_stage`); here only its
         // skills are checked, with no store read for `context_from`.
         let body = if scripted { job.prompt.clone() } else { self.prompt_body(job, extra, None).await };
         let prompt = if job.no_agent { Ok(String::new()) } else { self.job_prompt(job, body) };
         let extra = extra.map(str::to_string);
-        RunStart { session_id, prompt: prompt.map(|p| Message::text(Role::User, p, now)), started: now, scripted, extra }
+        RunStart { session_id, prompt: prompt.map(|p| Message::text(Role::User, p, now)), started: now, scripted, extra, attempt }
     }
 
     /// Builds the job prompt: skills' SKILL.md in order, then the prompt's `body`.
@@ -82,8 +94,9 @@ impl App {
     }
 
     /// The job's answer: one agent turn over the stored prompt, within the turn budget.
-    /// The final answer is held in `tail` for the next write. Errors are one line each.
-    async fn job_answer(&self, job: &Job, start: &RunStart, prompt: Message, tail: &mut Tail) -> Result<String, String> {
+    /// The final answer is held in `tail` for the next write. A failure says whether a retry
+    /// may cure it ([`Failure`]).
+    async fn job_answer(&self, job: &Job, start: &RunStart, prompt: Message, tail: &mut Tail) -> Result<String, Failure> {
         tail.session_used = true;
         let budget = crate::app::budget::turn_budget(std::time::Duration::from_secs(TURN_BUDGET_SECS as u64));
         let spec = TurnSpec {
@@ -114,10 +127,10 @@ impl App {
                     Some(p) => RunAppend { session_id: start.session_id.clone(), after: 0, messages: vec![p, m] },
                     None => RunAppend { session_id: start.session_id.clone(), after, messages: vec![m] },
                 });
-                if out.reply.trim().is_empty() { Err("the model returned an empty answer".into()) } else { Ok(out.reply) }
+                if out.reply.trim().is_empty() { Err(Failure::permanent("the model returned an empty answer")) } else { Ok(out.reply) }
             }
-            Ok(Err(e)) => Err(e.to_string()),
-            Err(_) => Err(format!("timed out after {} s", budget.as_secs())),
+            Ok(Err(e)) => Err(Failure::of_turn(&e)),
+            Err(_) => Err(Failure { text: format!("timed out after {} s", budget.as_secs()), transient: true }),
         }
     }
 
@@ -125,7 +138,7 @@ impl App {
     /// delivers the result; returns the run and what it still has to write.
     pub(in crate::app) async fn run_job(&self, job: &Job, occ: &Occurrence, trigger: &str, start: RunStart) -> (RunRecord, Tail) {
         let mut rec = RunRecord {
-            run_id: run_id(occ, start.started),
+            run_id: run_id(&job.id, occ.fire_at, start.started),
             job_id: job.id.clone(),
             fire_at: occ.fire_at,
             trigger: trigger.into(),
@@ -136,6 +149,7 @@ impl App {
             error: None,
             deliveries: vec![],
             session_id: start.session_id.to_string(),
+            attempt: start.attempt,
         };
         let mut tail = Tail::default();
         let stage = match &job.script {
@@ -149,10 +163,12 @@ impl App {
                 rec.finished_at = Some(self.inner.clock.now());
                 return (rec, tail);
             }
-            Stage::Answer(a) => a,
+            Stage::Answer(a) => a.map_err(Failure::permanent),
             Stage::Prompt(Ok(prompt)) => self.job_answer(job, &start, prompt, &mut tail).await,
-            Stage::Prompt(Err(e)) => Err(e),
+            Stage::Prompt(Err(e)) => Err(Failure::permanent(e)),
         };
+        // Taken whatever the outcome, so no mark outlives its run.
+        let effect = self.inner.effects.take(start.session_id.as_str());
         if job.script.is_some() && !tail.session_used {
             // No turn ran: the run's session was never written.
             rec.session_id.clear();
@@ -170,11 +186,21 @@ impl App {
                 }
                 Some(if self.inner.cfg.settings.cron.wrap_response { wrap_response(&job.name, &job.id, &a) } else { a })
             }
-            Err(e) => {
-                tracing::error!(job_id = %job.id, error = %e, "job run failed");
+            Err(f) => {
+                tracing::error!(job_id = %job.id, attempt = start.attempt, error = %f.text, "job run failed");
                 rec.status = RunOutcome::Error;
-                rec.error = Some(e.clone());
-                let line: String = e.lines().next().unwrap_or_default().chars().take(300).collect();
+                let manual = trigger == "manual";
+                tail.retry = (!manual).then(|| self.retry_plan(job, occ.fire_at, start.attempt, &f, effect)).flatten();
+                if let Some(r) = &tail.retry {
+                    // Nothing is delivered: the failure summary waits for the last attempt.
+                    tracing::warn!(job_id = %job.id, attempt = r.attempt, at = %r.at, "the run had no effect; retrying");
+                    rec.error =
+                        Some(format!("{} (attempt {} of the occurrence; retrying at {})", f.text, start.attempt, r.at.to_rfc3339()));
+                    rec.finished_at = Some(self.inner.clock.now());
+                    return (rec, tail);
+                }
+                rec.error = Some(f.text.clone());
+                let line: String = f.text.lines().next().unwrap_or_default().chars().take(300).collect();
                 Some(format!("⚠️ Scheduled job '{}' failed: {line}", job.name))
             }
         };
@@ -226,6 +252,14 @@ impl App {
             let mut next = read.as_ref().map_or(claimed.next_run_at, |j| j.next_run_at);
             let job = read.and_then(|mut j| {
                 let owned = j.finish_claimed(claimed.running.as_ref(), status, error.clone(), now);
+                if owned && tail.retry.is_some() {
+                    // The occurrence is not over: its next attempt is pending on the job.
+                    j.retry_due = tail.retry.clone();
+                    if j.state == JobState::Completed {
+                        j.state = JobState::Scheduled;
+                        j.completed_at = None;
+                    }
+                }
                 if !owned {
                     tracing::warn!(job_id = %j.id, "the job no longer runs this occurrence (recovered or superseded); left as it is");
                 }
@@ -233,7 +267,7 @@ impl App {
             });
             if let Some(j) = self.inner.store.fire_finish(&finish(job)).await? {
                 // Armed after the claim already; arm again only if the schedule moved since.
-                if j.next_run_at != claimed.next_run_at || j.armed() != claimed.armed() {
+                if j.next_run_at != claimed.next_run_at || j.armed() != claimed.armed() || j.retry_due.is_some() {
                     self.rearm(&j).await;
                 }
                 next = j.next_run_at;

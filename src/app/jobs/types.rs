@@ -1,11 +1,17 @@
-//! What the files of `jobs` share: the job preamble, the `[SILENT]` rule, run ids, and the
-//! run's start and owed writes ([`RunStart`], [`Tail`]). It imports no other file of `jobs`.
+//! What the files of `jobs` share: the job preamble, the `[SILENT]` rule, run ids, the
+//! run's start and owed writes ([`RunStart`], [`Tail`]) and a claim's result ([`Step`]).
+//! It imports no other file of `jobs`.
 
+use crate::app::FireStatus;
 use crate::core::ids::SessionId;
-use crate::core::job::{Occurrence, RunOutcome, RunRecord};
+use crate::core::job::{Job, Occurrence, RunOutcome, RunRecord};
+use crate::core::retry::{RetryDue, RetryKey};
 use crate::core::session::Message;
 use crate::ports::RunAppend;
 use chrono::{DateTime, Utc};
+
+/// How early an external timer may fire and still count (clock skew).
+pub(in crate::app) const EARLY_TOLERANCE_SECS: i64 = 60;
 
 /// The preamble of every job run.
 pub const PREAMBLE: &str = "You are running as a scheduled job, not in a live conversation. Your final answer is delivered \
@@ -30,17 +36,14 @@ pub fn wrap_response(name: &str, id: &str, output: &str) -> String {
     )
 }
 
-pub(in crate::app) fn run_id(occ: &Occurrence, now: DateTime<Utc>) -> String {
-    format!(
-        "{}-{}-{:06x}",
-        occ.job_id,
-        occ.fire_at.format("%Y%m%dT%H%M%SZ"),
-        (now.timestamp_subsec_micros() ^ rand::random::<u32>()) & 0xff_ffff
-    )
+/// A run's id: `<job_id>-<fire_at stamp>-<6 hex>` (a retry attempt's run names its job, not
+/// its attempt key).
+pub(in crate::app) fn run_id(job_id: &str, fire_at: DateTime<Utc>, now: DateTime<Utc>) -> String {
+    format!("{}-{}-{:06x}", job_id, fire_at.format("%Y%m%dT%H%M%SZ"), (now.timestamp_subsec_micros() ^ rand::random::<u32>()) & 0xff_ffff)
 }
 
 /// A run that ended as it was recorded, with no session and no model call (missed, skipped,
-/// interrupted): finished `now`, started `started`.
+/// interrupted): finished `now`, started `started`. `occ` may be a retry attempt's claim.
 pub(in crate::app) fn ended_run(
     occ: &Occurrence,
     trigger: &str,
@@ -50,9 +53,13 @@ pub(in crate::app) fn ended_run(
     output: String,
     error: Option<String>,
 ) -> RunRecord {
+    let (job_id, attempt) = match RetryKey::parse(&occ.job_id) {
+        Some(k) => (k.job_id, k.attempt),
+        None => (occ.job_id.clone(), 1),
+    };
     RunRecord {
-        run_id: run_id(occ, now),
-        job_id: occ.job_id.clone(),
+        run_id: run_id(&job_id, occ.fire_at, now),
+        job_id,
         fire_at: occ.fire_at,
         trigger: trigger.into(),
         started_at: started,
@@ -62,6 +69,7 @@ pub(in crate::app) fn ended_run(
         error,
         deliveries: vec![],
         session_id: String::new(),
+        attempt,
     }
 }
 
@@ -79,6 +87,8 @@ pub(in crate::app) struct RunStart {
     /// A manual run's one-time text (`## Run Context`), for a script job's prompt built after
     /// its script ran.
     pub extra: Option<String>,
+    /// The attempt of the occurrence (1, or a retry's number; docs/design/jobs.md#retry).
+    pub attempt: u32,
 }
 
 impl RunStart {
@@ -102,6 +112,24 @@ pub(in crate::app) struct Tail {
     pub append: Option<RunAppend>,
     /// A model turn ran in the run's session (a script job's session exists only then).
     pub session_used: bool,
+    /// The next attempt this failed run planned, stored on the job by the finishing write.
+    pub retry: Option<RetryDue>,
+}
+
+/// An occurrence (or retry attempt) this process claimed, with the job as the claim wrote
+/// it and, for a run, the session and prompt the claim stored.
+pub(in crate::app) struct Claimed {
+    pub job: Job,
+    pub occ: Occurrence,
+    pub start: Option<RunStart>,
+}
+
+/// One claim attempt's result: an answer already (gone, paused, duplicate, stale), the
+/// claim of an occurrence skipped because the previous run still runs, or the claim.
+pub(in crate::app) enum Step {
+    Done(FireStatus),
+    Skipped(Box<Claimed>),
+    Claimed(Box<Claimed>),
 }
 
 #[cfg(test)]

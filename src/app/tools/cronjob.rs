@@ -20,6 +20,11 @@ impl Tool for Cronjob {
         "cronjob"
     }
 
+    /// Only `list` reads; every other action writes a job (docs/design/jobs.md#retry).
+    fn has_effect(&self, args: &serde_json::Value) -> bool {
+        args["action"].as_str() != Some("list")
+    }
+
     fn toolset(&self) -> &str {
         "cronjob"
     }
@@ -71,7 +76,7 @@ pub fn job_view(j: &Job) -> Value {
         "id": j.id, "name": j.name, "schedule": j.schedule_text, "schedule_display": j.schedule.display(), "prompt": j.prompt,
         "skills": j.skills, "deliver": j.deliver, "state": j.state, "enabled": j.enabled, "next_run_at": j.next_run_at,
         "last_run_at": j.last_run_at, "last_status": j.last_status, "last_error": j.last_error, "repeat": j.repeat,
-        "overlap": j.overlap, "spread": j.spread,
+        "overlap": j.overlap, "spread": j.spread, "retry": j.retry, "retry_due": j.retry_due,
         "script": j.script, "no_agent": j.no_agent, "workdir": j.workdir,
         "model": j.model, "context_from": j.options.context_from, "enabled_toolsets": j.options.enabled_toolsets,
         "provider": j.options.provider, "base_url": j.options.base_url, "attach_to_session": j.options.attach_to_session,

@@ -13,6 +13,11 @@ impl Tool for CurrentTime {
         "current_time"
     }
 
+    /// Reads only: never an effect (docs/design/jobs.md#retry).
+    fn has_effect(&self, _args: &serde_json::Value) -> bool {
+        false
+    }
+
     fn toolset(&self) -> &str {
         "time"
     }

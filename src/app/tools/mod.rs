@@ -131,6 +131,13 @@ pub trait Tool: Send + Sync {
         None
     }
 
+    /// Whether a call with `args` may change something outside the run (send, write, call
+    /// an MCP server): a job run that started one is never retried
+    /// (docs/design/jobs.md#retry). Default: yes; read-only tools say no.
+    fn has_effect(&self, _args: &Value) -> bool {
+        true
+    }
+
     /// Runs one call. `args` is always a JSON object (the registry checks); see
     /// [`parse_args`] for typed arguments.
     async fn call(&self, ctx: &ToolCtx<'_>, args: Value) -> Result<ToolOutput, ToolError>;

@@ -150,7 +150,13 @@ impl Toolset {
             None => Err(ToolError::Unknown(call.name.clone())),
             Some(tool) => match object_args(&call.arguments) {
                 Err(e) => Err(e),
-                Ok(args) => bounded(tool.as_ref(), ctx, args, started).await,
+                Ok(args) => {
+                    if ctx.kind == super::TurnKind::Job && tool.has_effect(&args) {
+                        // Marked before the call starts: a run cut off mid-call had an effect.
+                        ctx.app.inner.effects.mark(ctx.session_id.as_str());
+                    }
+                    bounded(tool.as_ref(), ctx, args, started).await
+                }
             },
         };
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);

@@ -45,6 +45,11 @@ impl Tool for SessionSearch {
         "session_search"
     }
 
+    /// Reads only: never an effect (docs/design/jobs.md#retry).
+    fn has_effect(&self, _args: &serde_json::Value) -> bool {
+        false
+    }
+
     fn toolset(&self) -> &str {
         "session_search"
     }

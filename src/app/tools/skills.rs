@@ -22,6 +22,11 @@ impl Tool for SkillsList {
         "skills_list"
     }
 
+    /// Reads only: never an effect (docs/design/jobs.md#retry).
+    fn has_effect(&self, _args: &serde_json::Value) -> bool {
+        false
+    }
+
     fn toolset(&self) -> &str {
         "skills"
     }
@@ -57,6 +62,11 @@ struct ViewArgs {
 impl Tool for SkillView {
     fn name(&self) -> &str {
         "skill_view"
+    }
+
+    /// Reads only: never an effect (docs/design/jobs.md#retry).
+    fn has_effect(&self, _args: &serde_json::Value) -> bool {
+        false
     }
 
     fn toolset(&self) -> &str {

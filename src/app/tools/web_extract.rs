@@ -38,6 +38,11 @@ impl Tool for WebExtract {
         "web_extract"
     }
 
+    /// Reads only: never an effect (docs/design/jobs.md#retry).
+    fn has_effect(&self, _args: &serde_json::Value) -> bool {
+        false
+    }
+
     fn toolset(&self) -> &str {
         "web"
     }

@@ -31,6 +31,11 @@ impl Tool for WebSearch {
         "web_search"
     }
 
+    /// Reads only: never an effect (docs/design/jobs.md#retry).
+    fn has_effect(&self, _args: &serde_json::Value) -> bool {
+        false
+    }
+
     fn toolset(&self) -> &str {
         "web"
     }

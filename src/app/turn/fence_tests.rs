@@ -194,6 +194,7 @@ fn run_of(job: &Job) -> RunRecord {
         error: None,
         deliveries: vec![],
         session_id: String::new(),
+        attempt: 1,
     }
 }
 
@@ -203,13 +204,14 @@ async fn finalize_leaves_a_job_that_no_longer_runs_its_occurrence() {
     let store = &k.app.inner.store;
     let mut job = store.put_job(&crate::store::conformance::sample_job("j1", Some(t0() + Duration::hours(1)))).await.unwrap();
     job.state = JobState::Running;
-    job.running = Some(RunningMark { owner: "h:1".into(), fire_at: t0(), started_at: t0() });
+    job.running = Some(RunningMark { owner: "h:1".into(), fire_at: t0(), started_at: t0(), attempt: 1 });
     let claimed = store.put_job(&job).await.unwrap();
     // Recovery judged the run interrupted; then a later occurrence started running.
     let mut later = claimed.clone();
     later.last_status = Some(RunStatus::Error);
     later.last_error = Some("interrupted".into());
-    later.running = Some(RunningMark { owner: "h:2".into(), fire_at: t0() + Duration::hours(1), started_at: t0() + Duration::hours(1) });
+    later.running =
+        Some(RunningMark { owner: "h:2".into(), fire_at: t0() + Duration::hours(1), started_at: t0() + Duration::hours(1), attempt: 1 });
     let later = store.put_job(&later).await.unwrap();
     k.app.finalize(&claimed, &run_of(&claimed)).await.unwrap();
     assert_eq!(store.get_job("j1").await.unwrap().unwrap(), later, "the stale run changes nothing on the job");

@@ -222,6 +222,7 @@
     const secs = started && finished ? Math.max(0, Math.round((finished - started) / 1000)) : null;
     return h('li', { 'data-testid': 'run', 'data-run-id': r.run_id },
       h('div', { class: 'row' }, badge(r.status, r.status, { 'data-testid': 'run-status' }),
+        h('span', { 'data-testid': 'run-attempt', class: 'muted' }, `attempt ${r.attempt || 1}`),
         started ? h('time', { datetime: started.toISOString() }, fmt.format(started)) : null,
         h('span', { class: 'muted' }, `${r.trigger}${secs !== null ? ` · ${secs} s` : ''}`)),
       r.error ? h('p', { class: 'error', 'data-testid': 'run-error' }, r.error) : null,

@@ -28,6 +28,7 @@ fn run(job_id: &str, run_id: &str, fire_at: DateTime<Utc>, started: DateTime<Utc
         error: None,
         deliveries: vec![],
         session_id: String::new(),
+        attempt: 1,
     }
 }
 
@@ -110,7 +111,7 @@ pub(crate) async fn skipped_occurrences(s: Arc<dyn Store>) {
     job.spread = Some(600);
     job.spread_offset = 17;
     job.state = crate::core::job::JobState::Running;
-    job.running = Some(crate::core::job::RunningMark { owner: "h:1".into(), fire_at: at, started_at: at });
+    job.running = Some(crate::core::job::RunningMark { owner: "h:1".into(), fire_at: at, started_at: at, attempt: 1 });
     let job = s.put_job(&job).await.unwrap();
     assert_eq!(s.get_job("o").await.unwrap().unwrap(), job, "overlap, spread and spread_offset are stored");
     let next = at + chrono::Duration::hours(1);

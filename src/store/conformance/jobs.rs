@@ -57,6 +57,7 @@ pub(crate) async fn claims_are_never_readmitted(s: Arc<dyn Store>) {
         error: Some("boom".into()),
         deliveries: vec![],
         session_id: String::new(),
+        attempt: 1,
     };
     s.finish_run(&run, 50).await.unwrap();
     assert_eq!(s.claim_status(&occ).await.unwrap().as_deref(), Some("error"));
@@ -84,6 +85,7 @@ pub(crate) async fn runs_ledger_and_once(s: Arc<dyn Store>) {
             error: None,
             deliveries: vec![],
             session_id: String::new(),
+            attempt: 1,
         };
         s.finish_run(&run, 3).await.unwrap();
     }

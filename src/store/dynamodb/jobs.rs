@@ -6,7 +6,7 @@ use super::query::Query;
 use super::table::GSI_DUE;
 use super::tx::{ATTEMPTS, Cond, Outcome, Part, Tx, backoff};
 use super::{DynamoStore, sdk};
-use crate::core::job::{Job, JobState, Occurrence, RunRecord};
+use crate::core::job::{Job, Occurrence, RunRecord};
 use crate::ports::{Claim, StoreError};
 use crate::store::encode;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
@@ -16,7 +16,8 @@ use chrono::{DateTime, Utc};
 /// The due index key: set only for jobs a ticker should look at (as in SQLite).
 fn due_at(j: &Job) -> Option<i64> {
     // Running counts: a crash mid-run must not stop later occurrences (their claims differ).
-    (j.enabled && matches!(j.state, JobState::Scheduled | JobState::Running)).then_some(j.next_run_at.map(ms)).flatten()
+    // A pending retry attempt counts too (`Job::due_at`).
+    j.due_at().map(ms)
 }
 
 fn job_item(st: &DynamoStore, j: &Job) -> Result<Item, StoreError> {

@@ -82,6 +82,7 @@ async fn work(s: &DynamoStore, word: &str) {
         error: None,
         deliveries: vec![],
         session_id: String::new(),
+        attempt: 1,
     };
     s.finish_run(&run, 10).await.unwrap();
     assert!(s.ledger_begin(&occ, "telegram:1", t0()).await.unwrap(), "the same ledger row is new in each");

@@ -292,3 +292,12 @@ async fn a_message_turn_and_a_fire_stay_within_their_store_budgets_on_dynamodb()
     let real: u64 = steps[1].values().sum();
     assert!(real <= FIRE_BUDGET, "fire: {real} DynamoDB requests, budget {FIRE_BUDGET}: {:?}", steps[1]);
 }
+
+/// Retry of a run that had no effect on DynamoDB (`app::jobs::retry_tests::scenario`): 503
+/// then 200 delivers once with two attempts recorded, a duplicate attempt is refused, and
+/// the attempt's fire stays within the fire budget.
+#[tokio::test]
+async fn a_503_then_200_delivers_once_with_two_attempts_on_dynamodb() {
+    let Some(ep) = endpoint().await else { return };
+    crate::app::jobs::retry_tests::scenario(Arc::new(fresh(&ep).await)).await;
+}

@@ -3,7 +3,7 @@
 //! claim plus the job's compare-and-set, together).
 
 use super::{SqliteStore, ms};
-use crate::core::job::{Job, JobState, Occurrence, RunRecord};
+use crate::core::job::{Job, Occurrence, RunRecord};
 use crate::ports::{Claim, JobStore, StoreError};
 use crate::store::{backend, decode, encode};
 use async_trait::async_trait;
@@ -13,7 +13,8 @@ use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, 
 /// The index column: set only for jobs that a ticker should look at.
 fn due_at(j: &Job) -> Option<i64> {
     // Running counts: a crash mid-run must not stop later occurrences (their claims differ).
-    (j.enabled && matches!(j.state, JobState::Scheduled | JobState::Running)).then_some(j.next_run_at.map(ms)).flatten()
+    // A pending retry attempt counts too (`Job::due_at`).
+    j.due_at().map(ms)
 }
 
 /// Writes `job` under its stored id `sid` (the profile's key, `crate::store::scope`).

@@ -79,6 +79,11 @@ impl Tool for WebFetch {
         "web_fetch"
     }
 
+    /// Reads only: never an effect (docs/design/jobs.md#retry).
+    fn has_effect(&self, _args: &serde_json::Value) -> bool {
+        false
+    }
+
     fn toolset(&self) -> &str {
         "web"
     }
