@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 const NOW: &str = "2025-03-01T12:00:00Z";
 
 /// The built-in tools a job run is offered.
-const JOB_TOOLS: [&str; 5] = ["current_time", "skills_list", "skill_view", "web_fetch", "session_search"];
+const JOB_TOOLS: [&str; 6] = ["current_time", "skills_list", "skill_view", "skill_manage", "web_fetch", "session_search"];
 
 fn test_app() -> App {
     TestApp::new(NOW.parse().unwrap()).yaml("timezone: Europe/Berlin\n").llm(CountingLlm::new("ok")).build()
@@ -83,6 +83,7 @@ fn builtin_names_are_unique_and_in_offer_order() {
             "send_message",
             "skills_list",
             "skill_view",
+            "skill_manage",
             "web_fetch",
             "web_search",
             "web_extract",
@@ -100,7 +101,7 @@ fn every_builtin_names_its_hermes_toolset_and_the_registry_answers_by_toolset() 
         ("cronjob", &["cronjob"]),
         ("memory", &["memory"]),
         ("messaging", &["send_message"]),
-        ("skills", &["skills_list", "skill_view"]),
+        ("skills", &["skills_list", "skill_view", "skill_manage"]),
         ("web", &["web_fetch", "web_search", "web_extract"]),
         ("session_search", &["session_search"]),
     ] {
@@ -120,7 +121,7 @@ fn every_builtin_names_its_hermes_toolset_and_the_registry_answers_by_toolset() 
 fn a_turns_toolset_narrows_to_the_enabled_toolsets() {
     let (app, sid, o) = (test_app(), sid(), origin());
     let chat = app.inner.tools.toolset(&ctx(&app, &sid, Some(&o), TurnKind::Chat));
-    assert_eq!(names(&chat.in_toolsets(&["web", "skills"])), ["skills_list", "skill_view", "web_fetch"]);
+    assert_eq!(names(&chat.in_toolsets(&["web", "skills"])), ["skills_list", "skill_view", "skill_manage", "web_fetch"]);
     // What a turn is not offered stays out, whatever the toolsets say.
     let job = app.inner.tools.toolset(&ctx(&app, &sid, None, TurnKind::Job));
     assert_eq!(names(&job.in_toolsets(&["cronjob", "time"])), ["current_time"]);
@@ -133,7 +134,7 @@ fn chat_turns_get_cronjob_and_job_runs_do_not() {
     // No web backend is configured here: web_search and web_extract are not offered.
     assert_eq!(
         names(&chat),
-        ["current_time", "cronjob", "memory", "send_message", "skills_list", "skill_view", "web_fetch", "session_search"]
+        ["current_time", "cronjob", "memory", "send_message", "skills_list", "skill_view", "skill_manage", "web_fetch", "session_search"]
     );
     let job = app.inner.tools.toolset(&ctx(&app, &sid, None, TurnKind::Job));
     assert_eq!(names(&job), JOB_TOOLS, "Hermes' cron runs have no messaging toolset");

@@ -7,6 +7,7 @@ pub mod memory;
 pub mod messages;
 pub mod pairing;
 pub mod sessions;
+pub mod skills;
 pub mod ui;
 pub mod webhooks;
 

@@ -292,3 +292,11 @@ async fn a_message_turn_and_a_fire_stay_within_their_store_budgets_on_dynamodb()
     let real: u64 = steps[1].values().sum();
     assert!(real <= FIRE_BUDGET, "fire: {real} DynamoDB requests, budget {FIRE_BUDGET}: {:?}", steps[1]);
 }
+
+/// `skill_manage`'s every action and its refusals on DynamoDB (`app::skill_tests`): the
+/// index by compare-and-set, files over one item cut into parts.
+#[tokio::test]
+async fn skills_written_by_the_agent_live_in_the_table() {
+    let Some(ep) = endpoint().await else { return };
+    crate::app::skill_tests::scenario(Arc::new(fresh(&ep).await)).await;
+}
