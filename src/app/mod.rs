@@ -48,7 +48,9 @@ pub use jobs::manage::{SKIPPED_JOBS_KEY, SyncReport};
 pub use jobs::status::LAST_TICK_KEY;
 pub use memory::Memory;
 pub use recovery::wake::Wake;
-pub use services::{ApprovedView, Jobs, Paired, Pairing, PairingList, PendingView, Recovery, Reset, Sessions, Skills, SkillsImported};
+pub use services::{
+    ApprovedView, Jobs, Paired, Pairing, PairingList, PendingView, Recovery, Reset, Sessions, Skills, SkillsImported, skill_exists,
+};
 pub use sessions::inbound::{Inbound, Outcome, ReplyPath};
 pub use sessions::pairing::REFUSAL;
 pub use tools::job_view;

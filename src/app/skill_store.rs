@@ -110,6 +110,17 @@ fn unreferenced(before: Option<&StoredSkill>, after: Option<&StoredSkill>) -> Ve
     out
 }
 
+/// Whether `store` holds the skill `name`: `Some(true)` present, `Some(false)` deleted (a
+/// tombstone hides its folder), `None` not in the store (its folder decides). For `doctor`,
+/// which has a store but no app.
+pub(in crate::app) async fn stored_state(store: &dyn crate::ports::Store, name: &str) -> Result<Option<bool>, AppError> {
+    let index: StoreIndex = match store.get_meta(INDEX_KEY).await? {
+        Some(r) => serde_json::from_str(&r).map_err(|e| AppError::BadRequest(format!("stored skills index is not valid: {e}")))?,
+        None => return Ok(None),
+    };
+    Ok(index.skills.get(name).map(|s| !s.deleted))
+}
+
 impl App {
     /// The index document (one store read).
     pub(in crate::app) async fn skill_store_load(&self) -> Result<Loaded, AppError> {

@@ -21,7 +21,7 @@ pub use jobs::Jobs;
 pub use pairing::{ApprovedView, Paired, Pairing, PairingList, PendingView};
 pub use recovery::Recovery;
 pub use sessions::{Reset, Sessions};
-pub use skills::{Skills, SkillsImported};
+pub use skills::{Skills, SkillsImported, skill_exists};
 
 use crate::app::App;
 use crate::config::provider::ProviderChoice;

@@ -24,6 +24,17 @@ pub struct SkillsImported {
     pub kept: Vec<String>,
 }
 
+/// Whether the skill `name` exists, in `store` or as `<skills_dir>/<name>/SKILL.md` (a skill
+/// deleted in the store is gone even when its folder is there): `doctor`'s check of the
+/// skills jobs bind.
+pub async fn skill_exists(store: Option<&dyn crate::ports::Store>, skills_dir: &Path, name: &str) -> Result<bool, AppError> {
+    let state = match store {
+        Some(s) => crate::app::skill_store::stored_state(s, name).await?,
+        None => None,
+    };
+    Ok(state.unwrap_or_else(|| crate::core::skill::check_name(name).is_ok_and(|n| skills_dir.join(n).join(SKILL_MD).is_file())))
+}
+
 impl App {
     /// The skills: list, show, export, delete, import.
     pub fn skills(&self) -> Skills {
