@@ -158,9 +158,7 @@ fn imports_once(home: &std::path::Path, src: &std::path::Path, envs: &[(&str, &s
         for f in ["SOUL.md", "memories/MEMORY.md", "memories/USER.md"] {
             assert_eq!(mode(f), 0o600, "{f}");
         }
-        for d in ["memories"] {
-            assert_eq!(mode(d), 0o700, "{d}");
-        }
+        assert_eq!(mode("memories"), 0o700, "memories");
     }
     // Sessions: listed with their ids and titles.
     let list: Vec<Value> = serde_json::from_str(&stdout(&run(&["sessions", "list", "--json"]))).unwrap();

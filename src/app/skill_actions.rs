@@ -33,10 +33,21 @@ pub(in crate::app) struct ManageArgs {
 
 /// A checked action, ready to apply.
 enum Action {
-    Create { content: String, category: Option<String> },
+    Create {
+        content: String,
+        category: Option<String>,
+    },
+    Delete {
+        absorbed_into: Option<String>,
+    },
+    /// A change to an existing skill's files.
+    Change(Change),
+}
+
+/// The actions that change an existing skill's files.
+enum Change {
     Edit(String),
     Patch { old: String, new: String, path: String, replace_all: bool },
-    Delete { absorbed_into: Option<String> },
     WriteFile { path: String, content: String },
     RemoveFile(String),
 }
@@ -63,7 +74,7 @@ fn check(a: ManageArgs) -> Result<(String, Action), String> {
             let content = nonempty(a.content).ok_or("content is required for 'edit'. Provide the full updated SKILL.md text.")?;
             rules::validate_frontmatter(&content)?;
             rules::validate_content_size(&content, SKILL_MD)?;
-            Action::Edit(content)
+            Action::Change(Change::Edit(content))
         }
         "patch" => {
             let old = nonempty(a.old_string).ok_or("old_string is required for 'patch'. Provide the text to find.")?;
@@ -72,7 +83,7 @@ fn check(a: ManageArgs) -> Result<(String, Action), String> {
                 Some(p) => rules::validate_file_path(&name, &p)?,
                 None => SKILL_MD.to_string(),
             };
-            Action::Patch { old, new, path, replace_all: a.replace_all }
+            Action::Change(Change::Patch { old, new, path, replace_all: a.replace_all })
         }
         "delete" => Action::Delete { absorbed_into: a.absorbed_into.map(|s| s.trim().to_string()).filter(|s| !s.is_empty()) },
         "write_file" => {
@@ -83,7 +94,7 @@ fn check(a: ManageArgs) -> Result<(String, Action), String> {
             if path == SKILL_MD {
                 rules::validate_frontmatter(&content)?;
             }
-            Action::WriteFile { path, content }
+            Action::Change(Change::WriteFile { path, content })
         }
         "remove_file" => {
             let path = nonempty(a.file_path).ok_or("file_path is required for 'remove_file'.")?;
@@ -91,7 +102,7 @@ fn check(a: ManageArgs) -> Result<(String, Action), String> {
             if path == SKILL_MD {
                 return Err("SKILL.md cannot be removed; use action='delete' to remove the whole skill.".into());
             }
-            Action::RemoveFile(path)
+            Action::Change(Change::RemoveFile(path))
         }
         other => return Err(format!("Unknown action '{other}'. Use: create, edit, patch, delete, write_file, remove_file")),
     };
@@ -112,6 +123,22 @@ fn described(entry: &mut StoredSkill, name: &str, md: &str) {
     let e = skill::entry(name, md);
     entry.description = e.description;
     entry.title = e.title;
+}
+
+/// What one action yields: the skill's new entry (`None`: removed) and the result, or the
+/// refusal text.
+type Outcome = Result<(Option<StoredSkill>, Value), String>;
+
+/// `patch`'s new text of a file: the replacement, within the size limit, and for `SKILL.md`
+/// with its front matter intact; else Hermes' error (with a preview when nothing matched).
+fn patched(text: &str, old: &str, new: &str, path: &str, replace_all: bool) -> Result<(String, usize), String> {
+    let (out, count) =
+        rules::find_and_replace(text, old, new, replace_all).map_err(|e| format!("{e}. File preview: {}", first_chars(text, 500)))?;
+    rules::validate_content_size(&out, path)?;
+    if path == SKILL_MD {
+        rules::validate_frontmatter(&out).map_err(|e| format!("Patch would break SKILL.md structure: {e}"))?;
+    }
+    Ok((out, count))
 }
 
 fn first_chars(s: &str, n: usize) -> String {
@@ -143,69 +170,73 @@ impl App {
     }
 
     /// One action on the index as read: the skill's new entry (`None`: gone) and the result.
-    async fn skill_apply(
-        &self,
-        name: &str,
-        action: &Action,
-        index: &StoreIndex,
-        pending: &mut Pending,
-    ) -> Result<Result<(Option<StoredSkill>, Value), String>, AppError> {
+    async fn skill_apply(&self, name: &str, action: &Action, index: &StoreIndex, pending: &mut Pending) -> Result<Outcome, AppError> {
         let found = self.skill_find(name, index).await;
-        if let Action::Create { content, category } = action {
-            if let Some(src) = found {
+        match (action, found) {
+            (Action::Create { content, category }, None) => self.skill_create_entry(name, content, category.as_deref(), pending).await,
+            (Action::Create { .. }, Some(src)) => {
                 let at = match &src {
                     Source::Store(s) => format!("skills/{}", shown(name, s)),
                     Source::Files(dir) => dir.display().to_string(),
                 };
-                return Ok(Err(format!("A skill named '{name}' already exists at {at}.")));
+                Ok(Err(format!("A skill named '{name}' already exists at {at}.")))
             }
-            let mut entry = StoredSkill { category: category.clone(), updated_at: Some(self.inner.clock.now()), ..StoredSkill::default() };
-            entry.files.insert(SKILL_MD.into(), self.skill_blob_write(content, pending).await?);
-            described(&mut entry, name, content);
-            let path = shown(name, &entry);
-            let mut v = json!({
-                "success": true, "message": format!("Skill '{name}' created."), "path": path,
-                "skill_md": format!("skills/{path}/SKILL.md"),
-                "_change": {"description": first_chars(&entry.description, 120)},
-            });
-            if let Some(c) = category {
-                v["category"] = json!(c);
-            }
-            v["hint"] = json!(format!(
-                "To add reference files, templates, or scripts, use skill_manage(action='write_file', name='{name}', file_path='references/example.md', file_content='...')"
-            ));
-            return Ok(Ok((Some(entry), v)));
+            (Action::Change(Change::WriteFile { .. }), None) => Ok(Err(not_found(name, " Create it first with action='create'."))),
+            (_, None) => Ok(Err(not_found(name, ""))),
+            (Action::Delete { absorbed_into }, Some(src)) => self.skill_delete_entry(name, absorbed_into.as_deref(), &src, index).await,
+            (Action::Change(change), Some(src)) => self.skill_change_entry(name, change, &src, pending).await,
         }
-        let suffix = if matches!(action, Action::WriteFile { .. }) { " Create it first with action='create'." } else { "" };
-        let Some(src) = found else { return Ok(Err(not_found(name, suffix))) };
-        if let Action::Delete { absorbed_into } = action {
-            return self.skill_delete_entry(name, absorbed_into.as_deref(), &src, index).await;
+    }
+
+    /// `create`: a new entry with its `SKILL.md`.
+    async fn skill_create_entry(
+        &self,
+        name: &str,
+        content: &str,
+        category: Option<&str>,
+        pending: &mut Pending,
+    ) -> Result<Outcome, AppError> {
+        let mut entry =
+            StoredSkill { category: category.map(str::to_string), updated_at: Some(self.inner.clock.now()), ..StoredSkill::default() };
+        entry.files.insert(SKILL_MD.into(), self.skill_blob_write(content, pending).await?);
+        described(&mut entry, name, content);
+        let path = shown(name, &entry);
+        let mut v = json!({
+            "success": true, "message": format!("Skill '{name}' created."), "path": path,
+            "skill_md": format!("skills/{path}/SKILL.md"),
+            "_change": {"description": first_chars(&entry.description, 120)},
+        });
+        if let Some(c) = category {
+            v["category"] = json!(c);
         }
-        let mut entry = match &src {
+        v["hint"] = json!(format!(
+            "To add reference files, templates, or scripts, use skill_manage(action='write_file', name='{name}', file_path='references/example.md', file_content='...')"
+        ));
+        Ok(Ok((Some(entry), v)))
+    }
+
+    /// `edit`, `patch`, `write_file`, `remove_file` on an existing skill (a folder skill is
+    /// copied into the store first).
+    async fn skill_change_entry(&self, name: &str, change: &Change, src: &Source, pending: &mut Pending) -> Result<Outcome, AppError> {
+        let mut entry = match src {
             Source::Store(s) => s.clone(),
             Source::Files(dir) => self.skill_adopt(dir, pending).await?,
         };
         entry.updated_at = Some(self.inner.clock.now());
-        let v = match action {
-            Action::Edit(content) => {
+        let v = match change {
+            Change::Edit(content) => {
                 entry.files.insert(SKILL_MD.into(), self.skill_blob_write(content, pending).await?);
                 described(&mut entry, name, content);
                 json!({"success": true, "message": format!("Skill '{name}' updated (full rewrite)."), "path": shown(name, &entry),
                     "_change": {"description": first_chars(&entry.description, 120)}})
             }
-            Action::Patch { old, new, path, replace_all } => {
-                let Some(text) = self.skill_file(&src, path).await? else { return Ok(Err(format!("File not found: {path}"))) };
-                let (patched, count) = match rules::find_and_replace(&text, old, new, *replace_all) {
+            Change::Patch { old, new, path, replace_all } => {
+                let Some(text) = self.skill_file(src, path).await? else { return Ok(Err(format!("File not found: {path}"))) };
+                let (patched, count) = match patched(&text, old, new, path, *replace_all) {
                     Ok(x) => x,
-                    Err(e) => return Ok(Err(format!("{e}. File preview: {}", first_chars(&text, 500)))),
+                    Err(e) => return Ok(Err(e)),
                 };
-                if let Err(e) = rules::validate_content_size(&patched, path) {
-                    return Ok(Err(e));
-                }
                 if path == SKILL_MD {
-                    if let Err(e) = rules::validate_frontmatter(&patched) {
-                        return Ok(Err(format!("Patch would break SKILL.md structure: {e}")));
-                    }
                     described(&mut entry, name, &patched);
                 }
                 entry.files.insert(path.clone(), self.skill_blob_write(&patched, pending).await?);
@@ -213,26 +244,21 @@ impl App {
                 json!({"success": true, "message": format!("Patched {path} in skill '{name}' ({count} replacement{s})."),
                     "_change": {"old": first_chars(old, 200), "new": first_chars(new, 200)}})
             }
-            Action::WriteFile { path, content } => {
+            Change::WriteFile { path, content } => {
                 if path == SKILL_MD {
                     described(&mut entry, name, content);
                 }
                 entry.files.insert(path.clone(), self.skill_blob_write(content, pending).await?);
                 json!({"success": true, "message": format!("File '{path}' written to skill '{name}'."), "path": format!("{}/{path}", shown(name, &entry))})
             }
-            Action::RemoveFile(path) => {
+            Change::RemoveFile(path) => {
                 if entry.files.remove(path).is_none() {
-                    let available: Vec<&String> = entry.files.keys().filter(|p| *p != SKILL_MD).collect();
-                    let list = if available.is_empty() {
-                        "none".to_string()
-                    } else {
-                        available.iter().map(|p| p.as_str()).collect::<Vec<_>>().join(", ")
-                    };
+                    let available: Vec<&str> = entry.files.keys().map(String::as_str).filter(|p| *p != SKILL_MD).collect();
+                    let list = if available.is_empty() { "none".to_string() } else { available.join(", ") };
                     return Ok(Err(format!("File '{path}' not found in skill '{name}'. Available files: {list}.")));
                 }
                 json!({"success": true, "message": format!("File '{path}' removed from skill '{name}'.")})
             }
-            Action::Create { .. } | Action::Delete { .. } => unreachable_action(),
         };
         Ok(Ok((Some(entry), v)))
     }
@@ -245,7 +271,7 @@ impl App {
         absorbed_into: Option<&str>,
         src: &Source,
         index: &StoreIndex,
-    ) -> Result<Result<(Option<StoredSkill>, Value), String>, AppError> {
+    ) -> Result<Outcome, AppError> {
         let mut message = format!("Skill '{name}' deleted.");
         if let Some(target) = absorbed_into {
             if target == name {
@@ -281,9 +307,4 @@ impl App {
         }
         Ok(entry)
     }
-}
-
-/// The two actions handled before the match that reaches this.
-fn unreachable_action() -> Value {
-    json!({"success": false, "error": "internal: action handled elsewhere"})
 }
