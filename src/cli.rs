@@ -9,6 +9,7 @@ mod mcp;
 mod memory;
 mod pairing;
 mod setup;
+mod skills;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -70,6 +71,12 @@ pub enum Command {
         /// Sub-command.
         #[command(subcommand)]
         action: MemoryCmd,
+    },
+    /// The agent's skills: the store's (written in chats, imported) over $HERMES_HOME/skills.
+    Skills {
+        /// Sub-command.
+        #[command(subcommand)]
+        action: SkillsCmd,
     },
     /// DM pairing: pending codes, approving them, revoking users (docs/pairing.md).
     Pairing {
@@ -289,6 +296,30 @@ pub enum MemoryCmd {
         /// JSON output.
         #[arg(long)]
         json: bool,
+    },
+}
+
+/// `skills` sub-commands.
+#[derive(Debug, Subcommand)]
+pub enum SkillsCmd {
+    /// Every skill: name, where it lives (store or files) and its description.
+    List {
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One skill's SKILL.md (with --json: its files and where it lives as well).
+    Show {
+        /// The skill's name.
+        name: String,
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write every skill into DIR/<name>/ (SKILL.md and supporting files), Hermes' layout.
+    Export {
+        /// The directory to write into (created if missing).
+        dir: PathBuf,
     },
 }
 

@@ -136,9 +136,15 @@ async fn the_skills_index_is_in_the_chat_prompt_and_skill_view_loads_on_demand()
     let listed: Value = serde_json::from_str(&last_tool_result(&reqs[4])).unwrap();
     assert_eq!(listed["count"], 2, "{listed}");
 
-    // A skill installed later is in the next turn's prompt (the cached index is re-checked).
+    // A skill installed later is in the next session's prompt (the cached folder index is
+    // re-checked); a running session keeps the index it started with (issue #31: skills are
+    // read once per session start, not per turn).
     home.write("skills/zeta/SKILL.md", "---\ndescription: Last one\n---\n");
     let (s, _) = gw.post_message(json!({"chat_id": "c1", "user_id": "u1", "text": "anything new?"})).await;
+    assert_eq!(s, 200);
+    assert!(!system_of(llm.requests().last().unwrap()).contains("zeta"), "frozen for the session");
+    assert_eq!(gw.post_message(json!({"chat_id": "c1", "user_id": "u1", "text": "/new"})).await.0, 200);
+    let (s, _) = gw.post_message(json!({"chat_id": "c1", "user_id": "u1", "text": "anything new now?"})).await;
     assert_eq!(s, 200);
     assert!(system_of(llm.requests().last().unwrap()).contains("  - zeta: Last one\n</available_skills>"));
 }

@@ -140,20 +140,25 @@ fn imports_once(home: &std::path::Path, src: &std::path::Path, envs: &[(&str, &s
     assert!(!home.join(".env").exists());
     // Files.
     assert_eq!(std::fs::read_to_string(home.join("SOUL.md")).unwrap(), "You are Hermes.\n");
-    assert!(home.join("skills/news/SKILL.md").is_file() && home.join("skills/news/references/sources.md").is_file());
-    assert!(!home.join("skills/.hub").exists());
+    // Skills are imported into the store (not copied as files), with their supporting files
+    // and their category; hidden folders (`.hub`) are not skills.
+    assert!(!home.join("skills").exists(), "skills live in the store");
+    let news: Value = serde_json::from_str(&stdout(&run(&["skills", "show", "news", "--json"]))).unwrap();
+    assert_eq!((news["source"].as_str(), news["category"].as_str()), (Some("store"), Some("research")), "{news}");
+    assert_eq!(news["files"], json!(["SKILL.md", "references/sources.md"]));
+    assert_eq!(news["content"], "---\nname: news\ndescription: daily news\n---\nRead the news.\n");
+    let listed: Vec<Value> = serde_json::from_str(&stdout(&run(&["skills", "list", "--json"]))).unwrap();
+    assert_eq!(listed.iter().map(|s| s["name"].as_str().unwrap()).collect::<Vec<_>>(), ["news"]);
     assert!(home.join("memories/MEMORY.md").is_file() && home.join("memories/USER.md").is_file());
     // Imported files are private (0600, their new directories 0700), whatever the source's modes.
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         let mode = |p: &str| std::fs::metadata(home.join(p)).unwrap().permissions().mode() & 0o777;
-        for f in ["SOUL.md", "memories/MEMORY.md", "memories/USER.md", "skills/news/SKILL.md", "skills/news/references/sources.md"] {
+        for f in ["SOUL.md", "memories/MEMORY.md", "memories/USER.md"] {
             assert_eq!(mode(f), 0o600, "{f}");
         }
-        for d in ["memories", "skills/news", "skills/news/references"] {
-            assert_eq!(mode(d), 0o700, "{d}");
-        }
+        assert_eq!(mode("memories"), 0o700, "memories");
     }
     // Sessions: listed with their ids and titles.
     let list: Vec<Value> = serde_json::from_str(&stdout(&run(&["sessions", "list", "--json"]))).unwrap();

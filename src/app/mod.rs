@@ -36,6 +36,8 @@ mod model_choice;
 mod recovery;
 mod services;
 pub mod sessions;
+mod skill_actions;
+mod skill_store;
 mod skills;
 pub mod tools;
 pub mod turn;
@@ -47,7 +49,10 @@ pub use jobs::manage::{SKIPPED_JOBS_KEY, SyncReport};
 pub use jobs::status::LAST_TICK_KEY;
 pub use memory::Memory;
 pub use recovery::wake::Wake;
-pub use services::{ApiServer, ApprovedView, Jobs, Paired, Pairing, PairingList, PendingView, Recovery, Reset, Sessions};
+pub use services::{
+    ApiServer, ApprovedView, Jobs, Paired, Pairing, PairingList, PendingView, Recovery, Reset, Sessions, Skills, SkillsImported,
+    skill_exists,
+};
 pub use sessions::inbound::{Inbound, Outcome, ReplyPath};
 pub use sessions::pairing::REFUSAL;
 pub use tools::job_view;
@@ -250,5 +255,7 @@ impl App {
 
 #[cfg(test)]
 pub(crate) mod budget_tests;
+#[cfg(test)]
+pub(crate) mod skill_tests;
 #[cfg(test)]
 mod tests;

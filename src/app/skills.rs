@@ -1,26 +1,35 @@
-//! The installed skills as the agent sees them (docs/design.md#skills): the index of
-//! `$HERMES_HOME/skills` (for the chat system prompt, `skills_list` and the dashboard) and one
-//! skill's `SKILL.md` (for `skill_view`). The rules (front matter, names, the prompt block)
-//! live in `core::skill`.
+//! The skills as the agent sees them (docs/design.md#skills): the store's skills (written by
+//! `skill_manage`, imported; `app::skill_store`) over the folders of `$HERMES_HOME/skills`,
+//! which stay the source of every skill nobody edited and are read lazily (nothing happens
+//! at start-up). Gives the index (for the chat system prompt, `skills_list`, the dashboard
+//! and the CLI), where one skill lives ([`Source`]) and its files. The rules (front matter,
+//! names, the prompt block) live in `core::skill`.
 //!
-//! Why cached, and when it scans: a scan reads every `SKILL.md`, so nothing scans at start-up
-//! (a cold start never touches the skills directory). The first turn that needs the index
-//! scans once and the result is kept in memory for the life of the process, with a signature
-//! of the directory: its mtime and, per skill directory, the directory's and its `SKILL.md`'s
-//! mtime and size. Later turns only stat those (no file is read); a changed signature — a
-//! skill added, removed or edited — rescans. The signature is taken before the scan, so a
-//! write racing a scan only causes one more rescan, never a stale index kept.
+//! A chat session's skills index is frozen when the session starts (its `skills_snapshot`
+//! note, read with the transcript): one store read per session, none per turn.
+//!
+//! Why the folder scan is cached: a scan reads every `SKILL.md`. The first use scans once and
+//! keeps the result for the life of the process, with a signature of the directory: its
+//! mtime and, per skill directory, the directory's and its `SKILL.md`'s mtime and size.
+//! Later uses only stat those (no file is read); a changed signature rescans. The signature
+//! is taken before the scan, so a write racing a scan only causes one more rescan.
 
-use super::App;
+use super::skill_store::StoreIndex;
+pub(in crate::app) use super::skill_store::StoredSkill;
+use super::{App, AppError};
 use crate::core::skill::{self, SkillEntry};
+use crate::core::skill_write;
 use std::ffi::OsString;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
 /// The most of a `SKILL.md` read for the index (front matter and first lines).
 const INDEX_READ_BYTES: u64 = 16 * 1024;
+
+/// Name of a session's frozen skills index note (`TurnStore`; read with its transcript).
+pub(in crate::app) const SKILLS_NOTE: &str = "skills_snapshot";
 
 /// The most of a `SKILL.md` that `skill_view` returns.
 pub(in crate::app) const MAX_SKILL_BYTES: u64 = 256 * 1024;
@@ -103,11 +112,119 @@ fn read_capped(path: &Path, cap: u64) -> std::io::Result<String> {
     })
 }
 
+/// Where a skill's files are: in the store (created or edited there), or under
+/// `$HERMES_HOME/skills/<name>/` (nobody edited it).
+pub(in crate::app) enum Source {
+    /// In the store.
+    Store(StoredSkill),
+    /// The folder under `skills/`.
+    Files(PathBuf),
+}
+
+/// The files of a skill folder that travel with it (`SKILL.md` and the allowed folders'
+/// text files), by path inside the skill, sorted; at most `MAX_SKILL_FILE_BYTES` each.
+pub(in crate::app) fn folder_files(dir: &Path) -> Vec<(String, String)> {
+    fn walk(dir: &Path, rel: &str, out: &mut Vec<(String, String)>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for e in entries.filter_map(Result::ok) {
+            let Ok(name) = e.file_name().into_string() else { continue };
+            let (path, Ok(t)) = (format!("{rel}/{name}"), e.file_type()) else { continue };
+            if t.is_dir() {
+                walk(&e.path(), &path, out);
+            } else if t.is_file() {
+                match read_capped(&e.path(), skill_write::MAX_SKILL_FILE_BYTES as u64) {
+                    Ok(text) => out.push((path, text)),
+                    Err(err) => tracing::warn!(file = %e.path().display(), error = %err, "skill file not read"),
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    if let Ok(text) = read_capped(&dir.join(skill_write::SKILL_MD), skill_write::MAX_SKILL_FILE_BYTES as u64) {
+        out.push((skill_write::SKILL_MD.to_string(), text));
+    }
+    for sub in skill_write::ALLOWED_SUBDIRS {
+        walk(&dir.join(sub), sub, &mut out);
+    }
+    out.sort();
+    out
+}
+
 impl App {
-    /// Installed skills, sorted by name (cached per process; see the module doc).
+    /// The skills index: the store's skills and the files' skills nobody edited or deleted,
+    /// sorted by name. A store failure leaves the index with the files' skills only.
     pub async fn skills_index(&self) -> Arc<Vec<SkillEntry>> {
+        match self.skill_store_load().await {
+            Ok(l) => Arc::new(self.skills_index_with(&l.index).await),
+            Err(e) => {
+                tracing::warn!(error = %e, "skills in the store unavailable; listing the skills folder only");
+                self.files_index().await
+            }
+        }
+    }
+
+    /// The skills of `$HERMES_HOME/skills` (cached per process; see the module doc).
+    async fn files_index(&self) -> Arc<Vec<SkillEntry>> {
         let (app, dir) = (self.clone(), self.skills_dir());
         tokio::task::spawn_blocking(move || app.inner.skills.index(&dir)).await.unwrap_or_default()
+    }
+
+    /// The merged index over an index document already read.
+    pub(in crate::app) async fn skills_index_with(&self, store: &StoreIndex) -> Vec<SkillEntry> {
+        let files = self.files_index().await;
+        let mut out: Vec<SkillEntry> = files.iter().filter(|e| !store.skills.contains_key(&e.name)).cloned().collect();
+        out.extend(store.skills.iter().filter(|(_, s)| !s.deleted).map(|(n, s)| SkillEntry {
+            name: n.clone(),
+            description: s.description.clone(),
+            title: s.title.clone(),
+        }));
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out
+    }
+
+    /// Where the skill `name` is, given the index document (`None`: no such skill).
+    pub(in crate::app) async fn skill_find(&self, name: &str, store: &StoreIndex) -> Option<Source> {
+        match store.skills.get(name) {
+            Some(s) if s.deleted => None,
+            Some(s) => Some(Source::Store(s.clone())),
+            None => {
+                let dir = self.skills_dir().join(skill::check_name(name).ok()?);
+                let found = tokio::fs::metadata(dir.join(skill_write::SKILL_MD)).await.is_ok_and(|m| m.is_file());
+                found.then_some(Source::Files(dir))
+            }
+        }
+    }
+
+    /// One file of a skill (`SKILL.md` or a supporting file's path): `Ok(None)` when the
+    /// skill has no such file.
+    pub(in crate::app) async fn skill_file(&self, src: &Source, path: &str) -> Result<Option<String>, AppError> {
+        match src {
+            Source::Store(s) => match s.files.get(path) {
+                Some(f) => Ok(Some(self.skill_blob_read(f).await?)),
+                None => Ok(None),
+            },
+            Source::Files(dir) => {
+                let p = dir.join(path);
+                match tokio::task::spawn_blocking(move || read_capped(&p, skill_write::MAX_SKILL_FILE_BYTES as u64)).await {
+                    Ok(Ok(t)) => Ok(Some(t)),
+                    Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                    Ok(Err(e)) => Err(AppError::BadRequest(format!("skill file {path} could not be read: {e}"))),
+                    Err(e) => Err(AppError::BadRequest(e.to_string())),
+                }
+            }
+        }
+    }
+
+    /// The paths of a skill's files, sorted.
+    pub(in crate::app) async fn skill_paths(&self, src: &Source) -> Vec<String> {
+        match src {
+            Source::Store(s) => s.files.keys().cloned().collect(),
+            Source::Files(dir) => {
+                let dir = dir.clone();
+                let files = tokio::task::spawn_blocking(move || folder_files(&dir)).await.unwrap_or_default();
+                files.into_iter().map(|(p, _)| p).collect()
+            }
+        }
     }
 
     /// The `SKILL.md` of the skill `name` (capped at [`MAX_SKILL_BYTES`]): `Ok(None)` when
@@ -115,17 +232,19 @@ impl App {
     /// failure.
     pub(in crate::app) async fn skill_text(&self, name: &str) -> Result<Option<(String, bool)>, String> {
         let name = skill::check_name(name)?.to_string();
-        let path = self.skills_dir().join(&name).join("SKILL.md");
-        let read = tokio::task::spawn_blocking(move || {
-            let len = std::fs::metadata(&path)?.len();
-            Ok::<_, std::io::Error>((read_capped(&path, MAX_SKILL_BYTES)?, len > MAX_SKILL_BYTES))
-        });
-        match read.await {
-            Ok(Ok(found)) => Ok(Some(found)),
-            Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Ok(Err(e)) => Err(format!("Failed to read skill '{name}': {e}")),
-            Err(e) => Err(format!("Failed to read skill '{name}': {e}")),
+        let failed = |e: AppError| format!("Failed to read skill '{name}': {e}");
+        let store = self.skill_store_load().await.map_err(failed)?;
+        let Some(src) = self.skill_find(&name, &store.index).await else { return Ok(None) };
+        let Some(text) = self.skill_file(&src, skill_write::SKILL_MD).await.map_err(failed)? else { return Ok(None) };
+        let cap = usize::try_from(MAX_SKILL_BYTES).unwrap_or(usize::MAX);
+        if text.len() <= cap {
+            return Ok(Some((text, false)));
         }
+        let mut cut = cap;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        Ok(Some((text[..cut].to_string(), true)))
     }
 
     /// The message a `/<skill-name> [text]` chat message stands for (docs/sessions.md#commands):
@@ -149,20 +268,51 @@ impl App {
     /// (`memory_system_prompt_from`), then the skills index when skills are installed.
     #[cfg(test)]
     pub(in crate::app) async fn chat_system_prompt(&self, session: &crate::core::ids::SessionId) -> String {
-        self.chat_system_prompt_from(session, None, None).await
+        self.chat_system_prompt_from(session, None, None, None).await
     }
 
-    /// [`App::chat_system_prompt`] with the session's snapshot note as the turn's folded read
-    /// found it (`Some(None)`: none yet), so it is not read again.
+    /// [`App::chat_system_prompt`] with the session's snapshot notes as the turn's folded
+    /// read found them (`Some(None)`: none yet), so they are not read again. The skills index
+    /// is frozen per session like the memory snapshot: taken on the session's first turn
+    /// (one store read) and kept as its note, so later turns read nothing more and a skill
+    /// written in a chat shows from the next session on.
     pub(in crate::app) async fn chat_system_prompt_from(
         &self,
         session: &crate::core::ids::SessionId,
         known: Option<Option<&str>>,
+        known_skills: Option<Option<&str>>,
         origin: Option<&crate::core::ids::Origin>,
     ) -> String {
         let base = self.memory_system_prompt_from(session, known, origin).await;
-        let index = skill::index_prompt(&self.skills_index().await);
+        let index = self.skills_snapshot(session, known_skills).await;
         if index.is_empty() { base } else { format!("{}\n\n{index}", base.trim_end()) }
+    }
+
+    /// The session's frozen skills index block (see [`App::chat_system_prompt_from`]).
+    async fn skills_snapshot(&self, session: &crate::core::ids::SessionId, known: Option<Option<&str>>) -> String {
+        let note = match known {
+            Some(k) => k.map(str::to_string),
+            None => self.inner.store.turn_read(session, 0, &[SKILLS_NOTE]).await.ok().and_then(|mut r| r.notes.remove(SKILLS_NOTE)),
+        };
+        if let Some(n) = note {
+            return serde_json::from_str::<serde_json::Value>(&n)
+                .ok()
+                .and_then(|v| v["text"].as_str().map(str::to_string))
+                .unwrap_or_default();
+        }
+        let store = match self.skill_store_load().await {
+            Ok(l) => l.index,
+            Err(e) => {
+                tracing::warn!(session_id = %session, error = %e, "skills in the store unavailable; this turn lists the skills folder only");
+                return skill::index_prompt(&self.files_index().await);
+            }
+        };
+        let text = skill::index_prompt(&self.skills_index_with(&store).await);
+        let note = serde_json::json!({ "text": text }).to_string();
+        if let Err(e) = self.inner.store.turn_put_note(session, SKILLS_NOTE, Some(&note)).await {
+            tracing::warn!(session_id = %session, error = %e, "skills index snapshot not stored; the next turn takes it again");
+        }
+        text
     }
 }
 

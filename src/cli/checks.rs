@@ -29,9 +29,15 @@ pub async fn jobs_and_provider(home: &Path, cfg: &Loaded, store: Option<&dyn Sto
                 }
                 for s in &parsed.jobs {
                     for skill in &s.skills {
-                        let p = home.join("skills").join(skill).join("SKILL.md");
-                        if !p.is_file() {
-                            problems.push(format!("job `{}` binds skill `{skill}` but {} does not exist", s.id, p.display()));
+                        let dir = home.join("skills");
+                        match crate::app::skill_exists(store, &dir, skill).await {
+                            Ok(true) => {}
+                            Ok(false) => problems.push(format!(
+                                "job `{}` binds skill `{skill}` but it is not in the store and {} does not exist",
+                                s.id,
+                                dir.join(skill).join("SKILL.md").display()
+                            )),
+                            Err(e) => problems.push(format!("job `{}` binds skill `{skill}`: skills in the store unreadable: {e}", s.id)),
                         }
                     }
                     if let Some(script) = &s.script {

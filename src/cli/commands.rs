@@ -28,6 +28,7 @@ pub async fn dispatch(cmd: Command, home: PathBuf, cfg: Loaded) -> anyhow::Resul
         Command::Sessions { action } => sessions(runtime::build_app(&home, cfg).await?, action).await,
         Command::Cron { action } => super::cron::run(runtime::build_app(&home, cfg).await?, *action).await,
         Command::Memory { action } => super::memory::run(runtime::build_app(&home, cfg).await?, action).await,
+        Command::Skills { action } => super::skills::run(runtime::build_app(&home, cfg).await?, action).await,
         Command::Pairing { action } => super::pairing::run(&home, cfg, action).await,
         Command::ChronosDev { listen, duplicates, audience, fire_early_secs } => {
             let listener = tokio::net::TcpListener::bind(&listen).await.with_context(|| format!("cannot listen on {listen}"))?;

@@ -7,7 +7,7 @@
 //! (docs/pairing.md). Prints counts and what became of the config; a second run adds nothing.
 
 use crate::app::App;
-use crate::app::sessions::import::{Copied, SessionImport, copy_file, copy_skills, env_names, memory_entries};
+use crate::app::sessions::import::{Copied, SessionImport, copy_file, env_names, memory_entries};
 use crate::core::session::ImportedSession;
 use crate::store::hermes_state::{HermesState, HermesStateError};
 use serde::Serialize;
@@ -176,7 +176,8 @@ fn print_counts(src: &Path, counts: &Counts, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Copies SOUL.md, the memory files, skills, job scripts and jobs.json (then syncs it); returns notes
+/// Copies SOUL.md, the memory files, job scripts and jobs.json (then syncs it) and imports the
+/// skills into the store; returns notes
 /// about what was kept as it was.
 async fn copy_files(app: &App, src: &Path, counts: &mut Counts) -> anyhow::Result<Vec<String>> {
     let home = app.home();
@@ -195,9 +196,10 @@ async fn copy_files(app: &App, src: &Path, counts: &mut Counts) -> anyhow::Resul
         }
         note_kept(&mut notes, &to, r);
     }
-    let (skills, kept) = copy_skills(&src.join("skills"), &home.join("skills"))?;
-    counts.skills = skills;
-    for k in kept {
+    // Skills go into the store (so they serve on DynamoDB too), beside this home's folder.
+    let imported = app.skills().import_folder(&src.join("skills")).await?;
+    counts.skills = imported.imported;
+    for k in imported.kept {
         notes.push(format!("skill `{k}` exists with another SKILL.md; kept it"));
     }
     let (scripts, kept) = copy_scripts(&src.join("scripts"), &home.join("scripts"))?;

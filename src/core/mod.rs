@@ -29,6 +29,7 @@ pub mod script;
 pub mod search;
 pub mod session;
 pub mod skill;
+pub mod skill_write;
 pub mod stable_hash;
 pub mod text;
 pub mod timers;

@@ -58,6 +58,7 @@ pub fn router(state: Arc<HttpState>) -> Router {
         .route("/api/jobs/{id}/resume", post(routes::jobs::resume))
         .route("/api/jobs/{id}/runs", get(routes::jobs::runs))
         .route("/api/memory", get(routes::memory::show).put(routes::memory::update))
+        .route("/api/skills/{name}", get(routes::skills::show).delete(routes::skills::remove))
         .route("/api/pairing", get(routes::pairing::list))
         .route("/api/pairing/approve", post(routes::pairing::approve))
         .route("/api/pairing/revoke", post(routes::pairing::revoke))

@@ -50,18 +50,30 @@ impl App {
         // A script job's prompt is built once its script ran (`script_stage`); here only its
         // skills are checked, with no store read for `context_from`.
         let body = if scripted { job.prompt.clone() } else { self.prompt_body(job, extra, None).await };
-        let prompt = if job.no_agent { Ok(String::new()) } else { self.job_prompt(job, body) };
+        let prompt = if job.no_agent { Ok(String::new()) } else { self.job_prompt(job, body).await };
         let extra = extra.map(str::to_string);
         RunStart { session_id, prompt: prompt.map(|p| Message::text(Role::User, p, now)), started: now, scripted, extra, attempt }
     }
 
-    /// Builds the job prompt: skills' SKILL.md in order, then the prompt's `body`.
-    fn job_prompt(&self, job: &Job, body: String) -> Result<String, String> {
+    /// Builds the job prompt: skills' SKILL.md in order (from the store, else the skills
+    /// folder; one store read when the job names skills), then the prompt's `body`.
+    async fn job_prompt(&self, job: &Job, body: String) -> Result<String, String> {
         let mut parts = Vec::new();
-        for s in &job.skills {
-            let path = self.inner.home.join("skills").join(s).join("SKILL.md");
-            let text = std::fs::read_to_string(&path).map_err(|e| format!("skill `{s}` could not be read from {}: {e}", path.display()))?;
-            parts.push(format!("# Skill: {s}\n\n{}", text.trim()));
+        if !job.skills.is_empty() {
+            let store = self.skill_store_load().await.map_err(|e| format!("skills could not be read: {e}"))?;
+            for s in &job.skills {
+                let text = match self.skill_find(s, &store.index).await {
+                    Some(src) => self
+                        .skill_file(&src, crate::core::skill_write::SKILL_MD)
+                        .await
+                        .map_err(|e| format!("skill `{s}` could not be read: {e}"))?,
+                    None => None,
+                };
+                let text = text.ok_or_else(|| {
+                    format!("skill `{s}` could not be read: no such skill in the store or under {}", self.skills_dir().display())
+                })?;
+                parts.push(format!("# Skill: {s}\n\n{}", text.trim()));
+            }
         }
         parts.push(body);
         Ok(parts.join("\n\n---\n\n"))
@@ -78,7 +90,7 @@ impl App {
             ScriptEnd::Output(out) if job.no_agent => Stage::Answer(Ok(out)),
             ScriptEnd::Output(out) => {
                 let body = self.prompt_body(job, start.extra.as_deref(), Some(&out)).await;
-                Stage::Prompt(self.job_prompt(job, body).map(|p| Message::text(Role::User, p, start.started)))
+                Stage::Prompt(self.job_prompt(job, body).await.map(|p| Message::text(Role::User, p, start.started)))
             }
         }
     }

@@ -233,7 +233,7 @@ impl App {
         for t in Target::ALL.into_iter().filter(|t| m.enabled(*t)) {
             live.push((t, self.memory_load(&self.memory_shelf(t, Some(origin))).await?.entries));
         }
-        let mut prompt = vec![Message::text(Role::System, self.chat_system_prompt_from(session, None, Some(origin)).await, now)];
+        let mut prompt = vec![Message::text(Role::System, self.chat_system_prompt_from(session, None, None, Some(origin)).await, now)];
         prompt.extend(
             transcript
                 .iter()

@@ -8,6 +8,7 @@
 //! - [`Jobs`]: job CRUD, jobs.json sync, fires and manual runs, run history, timer
 //!   reconciliation, scheduler status.
 //! - [`Pairing`]: DM pairing's pending codes and approved users (list, approve, revoke).
+//! - [`Skills`]: the agent's skills (list, show, export, delete, import).
 //! - [`Recovery`]: sweeps, the ticker's pass, shutdown and drain.
 
 mod api_server;
@@ -15,12 +16,14 @@ mod jobs;
 mod pairing;
 mod recovery;
 mod sessions;
+mod skills;
 
 pub use api_server::ApiServer;
 pub use jobs::Jobs;
 pub use pairing::{ApprovedView, Paired, Pairing, PairingList, PendingView};
 pub use recovery::Recovery;
 pub use sessions::{Reset, Sessions};
+pub use skills::{Skills, SkillsImported, skill_exists};
 
 use crate::app::App;
 use crate::config::provider::ProviderChoice;

@@ -7,7 +7,6 @@
 
 use crate::app::{App, AppError};
 use crate::core::ids::{ChatType, Origin, SessionId, SessionKey};
-use crate::core::job::valid_id;
 use crate::core::session::{ImportedSession, Message, SessionEntry, SessionRecord};
 use crate::ports::{SessionChange, StoreError};
 use std::path::Path;
@@ -184,21 +183,6 @@ fn copy_private(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Copies a directory tree (regular files and directories; symlinks are not followed).
-fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
-    private_dir(to)?;
-    for e in std::fs::read_dir(from)? {
-        let e = e?;
-        let t = e.file_type()?;
-        if t.is_dir() {
-            copy_tree(&e.path(), &to.join(e.file_name()))?;
-        } else if t.is_file() {
-            copy_private(&e.path(), &to.join(e.file_name()))?;
-        }
-    }
-    Ok(())
-}
-
 /// The skills under Hermes' `skills/` (flat or in category folders): every directory with a
 /// `SKILL.md`, by directory name. Hidden directories are skipped.
 pub fn find_skills(dir: &Path, depth: usize, out: &mut Vec<std::path::PathBuf>) {
@@ -216,27 +200,6 @@ pub fn find_skills(dir: &Path, depth: usize, out: &mut Vec<std::path::PathBuf>) 
             find_skills(&d, depth - 1, out);
         }
     }
-}
-
-/// Copies each skill to `<to>/<name>/` unless one of that name is there; returns how many
-/// were copied and the names kept as they were.
-pub fn copy_skills(from: &Path, to: &Path) -> std::io::Result<(usize, Vec<String>)> {
-    let mut found = Vec::new();
-    find_skills(from, 3, &mut found);
-    let (mut copied, mut kept) = (0, Vec::new());
-    for src in found {
-        let Some(name) = src.file_name().and_then(|n| n.to_str()).filter(|n| valid_id(n)) else { continue };
-        let dest = to.join(name);
-        if dest.exists() {
-            if std::fs::read(src.join("SKILL.md")).ok() != std::fs::read(dest.join("SKILL.md")).ok() {
-                kept.push(name.to_string());
-            }
-            continue;
-        }
-        copy_tree(&src, &dest)?;
-        copied += 1;
-    }
-    Ok((copied, kept))
 }
 
 /// Entries of a Hermes memory file: blocks separated by lines holding only `§` (Hermes'

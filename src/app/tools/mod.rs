@@ -25,6 +25,7 @@ mod scoped_tests;
 mod search_tests;
 mod send_message;
 mod session_search;
+mod skill_manage;
 mod skills;
 #[cfg(test)]
 mod tests;
@@ -75,13 +76,14 @@ pub struct ToolPorts {
 /// The registry of the tools this build ships, in the order they are offered. Adding a
 /// tool is one line here.
 pub fn builtin(ports: &ToolPorts) -> ToolRegistry {
-    let tools: [Arc<dyn Tool>; 15] = [
+    let tools: [Arc<dyn Tool>; 16] = [
         Arc::new(current_time::CurrentTime),
         Arc::new(cronjob::Cronjob),
         Arc::new(memory::MemoryTool),
         Arc::new(send_message::SendMessage),
         Arc::new(skills::SkillsList),
         Arc::new(skills::SkillView),
+        Arc::new(skill_manage::SkillManage),
         Arc::new(web_fetch::WebFetch::new(ports.fetcher.clone(), ports.dns.clone(), WebFetchLimits::default())),
         Arc::new(web_search::WebSearch::new(ports.web_search.clone())),
         Arc::new(web_extract::WebExtract::new(ports.web_extract.clone(), ports.dns.clone())),

@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 const NOW: &str = "2025-03-01T12:00:00Z";
 
 /// The built-in tools a job run is offered.
-const JOB_TOOLS: [&str; 8] =
-    ["current_time", "skills_list", "skill_view", "web_fetch", "session_search", "todo", "clarify", "delegate_task"];
+const JOB_TOOLS: [&str; 9] =
+    ["current_time", "skills_list", "skill_view", "skill_manage", "web_fetch", "session_search", "todo", "clarify", "delegate_task"];
 
 fn test_app() -> App {
     TestApp::new(NOW.parse().unwrap()).yaml("timezone: Europe/Berlin\n").llm(CountingLlm::new("ok")).build()
@@ -84,6 +84,7 @@ fn builtin_names_are_unique_and_in_offer_order() {
             "send_message",
             "skills_list",
             "skill_view",
+            "skill_manage",
             "web_fetch",
             "web_search",
             "web_extract",
@@ -109,7 +110,7 @@ fn every_builtin_names_its_hermes_toolset_and_the_registry_answers_by_toolset() 
         ("cronjob", &["cronjob"]),
         ("memory", &["memory"]),
         ("messaging", &["send_message"]),
-        ("skills", &["skills_list", "skill_view"]),
+        ("skills", &["skills_list", "skill_view", "skill_manage"]),
         ("web", &["web_fetch", "web_search", "web_extract"]),
         ("session_search", &["session_search"]),
         ("todo", &["todo"]),
@@ -134,7 +135,7 @@ fn every_builtin_names_its_hermes_toolset_and_the_registry_answers_by_toolset() 
 fn a_turns_toolset_narrows_to_the_enabled_toolsets() {
     let (app, sid, o) = (test_app(), sid(), origin());
     let chat = app.inner.tools.toolset(&ctx(&app, &sid, Some(&o), TurnKind::Chat));
-    assert_eq!(names(&chat.in_toolsets(&["web", "skills"])), ["skills_list", "skill_view", "web_fetch"]);
+    assert_eq!(names(&chat.in_toolsets(&["web", "skills"])), ["skills_list", "skill_view", "skill_manage", "web_fetch"]);
     // What a turn is not offered stays out, whatever the toolsets say.
     let job = app.inner.tools.toolset(&ctx(&app, &sid, None, TurnKind::Job));
     assert_eq!(names(&job.in_toolsets(&["cronjob", "time"])), ["current_time"]);
@@ -154,6 +155,7 @@ fn chat_turns_get_cronjob_and_job_runs_do_not() {
             "send_message",
             "skills_list",
             "skill_view",
+            "skill_manage",
             "web_fetch",
             "session_search",
             "todo",

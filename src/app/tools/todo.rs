@@ -34,6 +34,11 @@ impl Tool for Todo {
         "todo"
     }
 
+    /// The session's own list, seen by no one else: not an effect (docs/design/jobs.md#retry).
+    fn has_effect(&self, _args: &serde_json::Value) -> bool {
+        false
+    }
+
     fn toolset(&self) -> &str {
         "todo"
     }

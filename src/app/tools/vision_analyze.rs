@@ -50,6 +50,11 @@ impl Tool for VisionAnalyze {
         "vision_analyze"
     }
 
+    /// Reads only: looking at an image is never an effect (docs/design/jobs.md#retry).
+    fn has_effect(&self, _args: &serde_json::Value) -> bool {
+        false
+    }
+
     fn toolset(&self) -> &str {
         "vision"
     }

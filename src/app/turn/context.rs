@@ -49,7 +49,11 @@ pub(in crate::app) async fn read(app: &App, session: &SessionId) -> Result<TurnR
     let s = &app.inner.cfg.settings;
     let max_ctx = s.model.max_context_messages;
     let limit = if s.compression.enabled { (max_ctx + READ_SLACK).min(MAX_READ) } else { max_ctx };
-    Ok(app.inner.store.turn_read(session, limit, &[crate::app::memory::SNAPSHOT_NOTE, SUMMARY_NOTE]).await?)
+    Ok(app
+        .inner
+        .store
+        .turn_read(session, limit, &[crate::app::memory::SNAPSHOT_NOTE, SUMMARY_NOTE, crate::app::skills::SKILLS_NOTE])
+        .await?)
 }
 
 /// The transcript messages of `spec`'s turn, summarizing the middle first when due. `pre` is

@@ -164,7 +164,8 @@ impl App {
         // One read for the whole context: transcript tail, memory snapshot, summary index.
         let read = crate::app::turn::context::read(self, &entry.session_id).await?;
         let snapshot = read.notes.get(crate::app::memory::SNAPSHOT_NOTE).map(String::as_str);
-        let system = self.chat_system_prompt_from(&entry.session_id, Some(snapshot), Some(&entry.origin)).await;
+        let skills = read.notes.get(crate::app::skills::SKILLS_NOTE).map(String::as_str);
+        let system = self.chat_system_prompt_from(&entry.session_id, Some(snapshot), Some(skills), Some(&entry.origin)).await;
         let choice = self.turn_model(entry).await;
         let spec = TurnSpec {
             session_id: &entry.session_id,

@@ -8,6 +8,7 @@ pub mod messages;
 pub mod openai;
 pub mod pairing;
 pub mod sessions;
+pub mod skills;
 pub mod ui;
 pub mod webhooks;
 

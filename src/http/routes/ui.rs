@@ -118,9 +118,9 @@ pub async fn scripts(_: ApiKey, State(s): State<Arc<HttpState>>) -> Json<Value> 
     Json(json!({ "scripts": s.app.script_files() }))
 }
 
-/// Installed skills: `$HERMES_HOME/skills/<name>/SKILL.md`, sorted by name. `name` is the
-/// directory (what a job binds); `title` is the front matter's `name` when it differs. The
-/// same cached index the agent's prompt uses.
+/// The skills, sorted by name: the store's (written by `skill_manage`, imported) and the
+/// folders `$HERMES_HOME/skills/<name>/SKILL.md` nobody edited. `name` is what a job binds;
+/// `title` is the front matter's `name` when it differs. The index the agent's prompt uses.
 pub async fn skills(_: ApiKey, State(s): State<Arc<HttpState>>) -> Json<Value> {
     Json(json!({ "skills": *s.app.skills_index().await }))
 }

@@ -4,7 +4,7 @@
 (() => {
   const $ = (id) => document.getElementById(id);
   const STORE_KEY = 'hermes-zero.api-key';
-  const TABS = ['schedule', 'create', 'sessions', 'memory', 'pairing', 'status'];
+  const TABS = ['schedule', 'create', 'sessions', 'memory', 'skills', 'pairing', 'status'];
   const REJECTED = 'That API key was not accepted';
   const st = { key: sessionStorage.getItem(STORE_KEY) || '', jobs: [], open: new Set(), runs: {}, editing: null, skills: [], scripts: [], sessions: [], tab: null };
 
@@ -145,6 +145,7 @@
     if (name === 'create' && !st.editing) resetForm();
     if (name === 'sessions') guard(loadSessions);
     if (name === 'memory') guard(loadMemory);
+    if (name === 'skills') guard(loadSkillList);
     if (name === 'pairing') guard(loadPairing);
     if (name === 'status') guard(loadStatus);
   }
@@ -654,6 +655,41 @@
     } finally { $('memory-save').disabled = false; }
   }
 
+  // ------------------------------------------------------------------ Skills
+
+  async function loadSkillList() {
+    const data = await api('GET', 'api/skills');
+    const list = data.skills || [];
+    $('skills-empty').hidden = list.length > 0;
+    $('skills-table').hidden = list.length === 0;
+    $('skills-body').replaceChildren(...list.map((k) => {
+      const btn = (action, label, cls) => h('button', { type: 'button', class: `small ${cls || ''}`.trim(), 'data-action': action, 'data-name': k.name, 'data-testid': `skill-${action}`, 'aria-label': `${label}: ${k.name}` }, label);
+      return h('tr', { 'data-skill': k.name, 'data-testid': 'skill-row' },
+        td('Name', h('code', {}, k.name), k.title ? h('span', { class: 'sub' }, k.title) : null),
+        td('Description', k.description || ''),
+        td('Actions', h('div', { class: 'actions' }, btn('view', 'View'), btn('delete', 'Delete', 'danger'))));
+    }));
+  }
+
+  async function skillAction(action, name) {
+    if (action === 'view') {
+      const v = await api('GET', `api/skills/${encodeURIComponent(name)}`);
+      $('skill-view-title').textContent = `Skill — ${v.name}`;
+      $('skill-view-meta').textContent = [v.source === 'store' ? 'in the store' : 'from the skills folder',
+        v.category ? `category ${v.category}` : null, `files: ${(v.files || []).join(', ')}`].filter(Boolean).join(' · ');
+      $('skill-view-content').textContent = v.content || '';
+      $('skill-view').hidden = false;
+      $('skill-view-title').focus();
+      return undefined;
+    }
+    const ok = await confirmDialog(`Delete the skill ${name}? New sessions and jobs no longer see it (a skill from the skills folder is hidden; its folder stays).`, 'Delete');
+    if (!ok) return undefined;
+    await api('DELETE', `api/skills/${encodeURIComponent(name)}`);
+    $('skill-view').hidden = true;
+    notice(`Deleted skill ${name}.`);
+    return loadSkillList();
+  }
+
   // ------------------------------------------------------------------ Pairing
 
   const who = (u) => (u.user_name ? `${u.user_id} (${u.user_name})` : u.user_id);
@@ -829,6 +865,12 @@
     $('memory-refresh').addEventListener('click', () => guard(loadMemory));
     $('m-owner').addEventListener('change', () => guard(loadMemory));
     $('memory-form').addEventListener('submit', (ev) => { ev.preventDefault(); guard(saveMemory); });
+    $('skills-refresh').addEventListener('click', () => guard(loadSkillList));
+    $('skills-body').addEventListener('click', (ev) => {
+      const b = ev.target.closest('button[data-action]');
+      if (b) guard(() => skillAction(b.dataset.action, b.dataset.name));
+    });
+    $('skill-view-close').addEventListener('click', () => { $('skill-view').hidden = true; });
     $('pairing-refresh').addEventListener('click', () => guard(loadPairing));
     $('pairing-form').addEventListener('submit', (ev) => { ev.preventDefault(); guard(approvePairing); });
     for (const id of ['pairing-pending-body', 'pairing-approved-body']) {

@@ -301,3 +301,11 @@ async fn a_503_then_200_delivers_once_with_two_attempts_on_dynamodb() {
     let Some(ep) = endpoint().await else { return };
     crate::app::jobs::retry_tests::scenario(Arc::new(fresh(&ep).await)).await;
 }
+
+/// `skill_manage`'s every action and its refusals on DynamoDB (`app::skill_tests`): the
+/// index by compare-and-set, files over one item cut into parts.
+#[tokio::test]
+async fn skills_written_by_the_agent_live_in_the_table() {
+    let Some(ep) = endpoint().await else { return };
+    crate::app::skill_tests::scenario(Arc::new(fresh(&ep).await)).await;
+}
