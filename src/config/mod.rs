@@ -13,9 +13,11 @@ pub mod profile_env;
 pub mod provider;
 mod types;
 mod web;
+mod webhooks;
 
 pub use env::Env;
 pub use hermes::*;
 pub use load::{ConfigError, Loaded, Parsed, Secrets, load_settings, parse_yaml, parse_yaml_full, platform_env_prefix};
 pub use types::*;
 pub use web::*;
+pub use webhooks::webhook_routes;

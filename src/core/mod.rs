@@ -30,3 +30,4 @@ pub mod skill;
 pub mod stable_hash;
 pub mod text;
 pub mod timers;
+pub mod webhook;

@@ -5,6 +5,7 @@
 pub mod error;
 pub mod extract;
 pub mod fire_auth;
+pub mod hooks;
 mod routes;
 
 use crate::app::App;
@@ -60,6 +61,7 @@ pub fn router(state: Arc<HttpState>) -> Router {
         .route("/api/pairing/revoke", post(routes::pairing::revoke))
         .route("/api/sessions", get(routes::sessions::list))
         .route("/api/sessions/{session_id}", get(routes::sessions::show))
+        .route("/webhooks/{route}", post(hooks::receive))
         .merge(routes::webhooks::routes(&state.channels))
         .merge(routes::ui::routes())
         .fallback(routes::not_found)

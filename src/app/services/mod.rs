@@ -9,16 +9,19 @@
 //!   reconciliation, scheduler status.
 //! - [`Pairing`]: DM pairing's pending codes and approved users (list, approve, revoke).
 //! - [`Recovery`]: sweeps, the ticker's pass, shutdown and drain.
+//! - [`Webhooks`]: webhook routes (lookup, rate window, delivery ids, runs).
 
 mod jobs;
 mod pairing;
 mod recovery;
 mod sessions;
+mod webhooks;
 
 pub use jobs::Jobs;
 pub use pairing::{ApprovedView, Paired, Pairing, PairingList, PendingView};
 pub use recovery::Recovery;
 pub use sessions::{Reset, Sessions};
+pub use webhooks::Webhooks;
 
 use crate::app::App;
 use crate::config::provider::ProviderChoice;
@@ -41,6 +44,11 @@ impl App {
     /// Restart recovery, the ticker's pass, shutdown and drain.
     pub fn recovery(&self) -> Recovery {
         Recovery { app: self.clone() }
+    }
+
+    /// Webhook routes: lookup, rate window, delivery ids, runs (CONTRACT §16).
+    pub fn webhooks(&self) -> Webhooks {
+        Webhooks { app: self.clone() }
     }
 
     /// The current instant, from the clock port.
