@@ -1,4 +1,4 @@
-//! `hermes-zero webhook list|test <route>` (docs/cli.md#webhook): each configured webhook
+//! `hermes-zero webhook list|test <route>` (docs/cli.md#webhook-routes): each configured webhook
 //! route's URL, and a signed sample delivery sent to a running server — signed with Hermes'
 //! generic V2 scheme (`X-Webhook-Signature-V2` over `"<timestamp>.<body>"`, a fresh
 //! `X-Request-ID`), so it passes the same checks as a real sender's.

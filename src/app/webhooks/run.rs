@@ -1,4 +1,4 @@
-//! The run of one accepted delivery (docs/webhooks.md): a fresh session under the key
+//! The run of one accepted delivery (docs/api.md#webhook-routes): a fresh session under the key
 //! `agent:<profile>:webhook:<route>:<delivery id>` (chat `webhook:<route>:<delivery id>`,
 //! Hermes' session chat id) created with its prompt in one write, one agent turn over that
 //! prompt, and one closing write that stores the answer and ends the session

@@ -1,6 +1,6 @@
 //! Webhook routes through the real router (`oneshot`): each check in Hermes' order with its
 //! status and body, the run after the 202 reaching the delivery port once, `deliver_only`
-//! with no model call, and the store-request budget of one delivery (docs/webhooks.md).
+//! with no model call, and the store-request budget of one delivery (docs/api.md#webhook-routes).
 
 #![allow(clippy::unwrap_used)]
 
