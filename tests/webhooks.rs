@@ -218,3 +218,33 @@ async fn webhook_list_and_test_use_the_configured_routes() {
     assert_eq!(missing.status.code(), Some(2));
     assert_eq!(llm.calls(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_profile_route_answers_under_its_prefix_with_its_own_secret() {
+    let (llm, tg) = (FakeLlm::start().await, FakeTelegram::start().await);
+    let home = TempHome::new("wh-profile");
+    home.write("config.yaml", &config(Some(&llm), Some(&tg), ""));
+    home.write("profiles/work/config.yaml", &config(Some(&llm), Some(&tg), &ROUTES.replace("gh-s3cret", "work-s3cret")));
+    home.write("profiles/work/.env", "API_SERVER_KEY=work-key\nTELEGRAM_BOT_TOKEN=456:work\n");
+    let gw = Gateway::start(home.path(), &[]);
+    let post = |path: &str, secret: &str| {
+        gw.http
+            .post(format!("{}{path}", gw.base))
+            .header("X-GitHub-Event", "push")
+            .header("X-GitHub-Delivery", "p-1")
+            .header("X-Hub-Signature-256", github_signature(secret, PUSH))
+            .body(PUSH)
+            .send()
+    };
+    // The main profile has no such route; the profile's gate refuses another secret.
+    assert_eq!(post("/webhooks/github", "work-s3cret").await.unwrap().status().as_u16(), 404);
+    assert_eq!(post("/p/work/webhooks/github", "gh-s3cret").await.unwrap().status().as_u16(), 401);
+    assert_eq!(post("/p/nobody/webhooks/github", "work-s3cret").await.unwrap().status().as_u16(), 401);
+    let r = post("/p/work/webhooks/github", "work-s3cret").await.unwrap();
+    assert_eq!(r.status().as_u16(), 202);
+    let sent = tg.wait_for(1, 20).await;
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0]["text"], "echo: New push to octo/hello: Fix the bug");
+    assert_eq!(sent[0]["_bot"], "bot456:work", "sent by the profile's own bot");
+    assert_eq!(post("/p/work/webhooks/github", "work-s3cret").await.unwrap().json::<Value>().await.unwrap()["status"], "duplicate");
+}
