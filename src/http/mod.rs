@@ -61,6 +61,7 @@ pub fn router(state: Arc<HttpState>) -> Router {
         .route("/api/pairing/revoke", post(routes::pairing::revoke))
         .route("/api/sessions", get(routes::sessions::list))
         .route("/api/sessions/{session_id}", get(routes::sessions::show))
+        .route("/api/sessions/{session_id}/messages", get(routes::session_messages::messages))
         .route("/webhooks/{route}", post(hooks::receive))
         .merge(routes::webhooks::routes(&state.channels))
         .merge(routes::ui::routes())

@@ -193,3 +193,26 @@ async fn one_delivery_stays_within_its_store_budget() {
     let rec = r.store.get_session(&entries[0].session_id).await.unwrap().unwrap();
     assert_eq!(rec.end_reason.as_deref(), Some("webhook_complete"));
 }
+
+#[tokio::test]
+async fn a_webhook_session_reads_back_in_hermes_message_shape() {
+    let r = rig();
+    assert_eq!(call(&r.router, github("/webhooks/gh", PUSH, "s3cret", "m-1")).await.0, StatusCode::ACCEPTED);
+    assert_eq!(wait_sent(&r.outbox, 1).await.len(), 1);
+    let sid = r.store.list_entries(10).await.unwrap()[0].session_id.clone();
+    let get = |path: String, auth: &str| Request::get(path).header("authorization", auth).body(Body::empty()).unwrap();
+    let (s, v) = call(&r.router, get(format!("/api/sessions/{sid}/messages"), "Bearer k1")).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!((v["object"].as_str(), v["session_id"].as_str()), (Some("list"), Some(sid.as_str())));
+    let data = v["data"].as_array().unwrap();
+    assert_eq!(data.len(), 2);
+    assert_eq!(
+        (data[0]["id"].as_i64(), data[0]["role"].as_str(), data[0]["content"].as_str()),
+        (Some(1), Some("user"), Some("Push to o/r by ann"))
+    );
+    assert_eq!((data[1]["role"].as_str(), data[1]["content"].as_str()), (Some("assistant"), Some("echo: Push to o/r by ann")));
+    assert!(data[1]["timestamp"].as_f64().is_some());
+    let (s, v) = call(&r.router, get("/api/sessions/20260101_000000_deadbeef/messages".into(), "Bearer k1")).await;
+    assert_eq!((s, v["error"]["code"].as_str()), (StatusCode::NOT_FOUND, Some("session_not_found")));
+    assert_eq!(call(&r.router, get(format!("/api/sessions/{sid}/messages"), "Bearer no")).await.0, StatusCode::UNAUTHORIZED);
+}

@@ -6,6 +6,7 @@ pub mod jobs;
 pub mod memory;
 pub mod messages;
 pub mod pairing;
+pub mod session_messages;
 pub mod sessions;
 pub mod ui;
 pub mod webhooks;
