@@ -80,6 +80,16 @@ if [ ! -x "$API_SDK_VENV/bin/python" ] || ! "$API_SDK_VENV/bin/python" -c 'impor
 fi
 HZ_API_SDK_PY="$PWD/$API_SDK_VENV/bin/python"
 export HZ_API_SDK_PY
+# The Standard Webhooks reference library (tests/webhooks.rs signs deliveries with it and
+# checks them against the gateway's webhook routes, CONTRACT §16).
+WEBHOOKS_VENV=target/webhooks-sdk-venv
+if [ ! -x "$WEBHOOKS_VENV/bin/python" ] || ! "$WEBHOOKS_VENV/bin/python" -c 'import standardwebhooks' 2>/dev/null; then
+  step "installing standardwebhooks into $WEBHOOKS_VENV"
+  python3 -m venv "$WEBHOOKS_VENV"
+  "$WEBHOOKS_VENV/bin/pip" install --quiet --disable-pip-version-check 'standardwebhooks==1.3.0'
+fi
+HZ_WEBHOOKS_PY="$PWD/$WEBHOOKS_VENV/bin/python"
+export HZ_WEBHOOKS_PY
 
 # --- services -------------------------------------------------------------------------
 # Every service runs in its own process group (setsid), and is stopped as a group: a wrapper

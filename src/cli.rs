@@ -10,6 +10,9 @@ mod memory;
 mod pairing;
 mod setup;
 mod skills;
+mod webhook;
+
+pub use webhook::WebhookCmd;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -129,6 +132,12 @@ pub enum Command {
         /// Sub-command.
         #[command(subcommand)]
         action: DiscordCmd,
+    },
+    /// Webhook routes (`platforms.webhook.extra.routes`): their URLs, and a signed test delivery.
+    Webhook {
+        /// Sub-command.
+        #[command(subcommand)]
+        action: WebhookCmd,
     },
     /// Validate config, jobs, skills, store and provider; exit 1 with reasons.
     Doctor {

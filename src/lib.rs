@@ -22,8 +22,9 @@
 //!   (one agent turn under a lease: model loop, context, streaming), `app::jobs` (CRUD, sync,
 //!   the one fire path, the run, delivery, the fire-token verifier), `recovery` (sweeps,
 //!   shutdown, wakes), `memory`, and `app::tools` (the `Tool` trait, one file per tool, the
-//!   registry with Hermes' toolsets; docs/design.md#add-tool) — offered to the edges as three
-//!   services: `app.sessions()`, `app.jobs()` and `app.recovery()`, over one private inner
+//!   registry with Hermes' toolsets; docs/design.md#add-tool), `app::webhooks` (Hermes' webhook
+//!   routes: rate window, delivery ids, the run and its delivery) — offered to the edges as
+//!   services: `app.sessions()`, `app.jobs()`, `app.recovery()`, `app.webhooks()`, over one private inner
 //!   struct of ports and settings. No `use` loop between sibling modules (`tests/app_rooms.rs`).
 //! - [`store`]: store adapters — SQLite (always), DynamoDB (feature `aws`, `docs/dynamodb.md`),
 //!   and the conformance suite every adapter passes, one named test per check.
@@ -37,7 +38,7 @@
 //!   speech to text, job scripts' child processes (`clients::script`). `app` imports none of them; `tests/architecture.rs` checks this rule and
 //!   the others of this map (core, http, cli).
 //! - [`http`]: the one router (`http::router`, webhook routes generated from the channel
-//!   registry), extractors (API key, the fire token in `http::fire_auth`), error mapping, and
+//!   registry, Hermes' webhook routes `/webhooks/{route}` with their signatures in `http::hooks`), extractors (API key, the fire token in `http::fire_auth`), error mapping, and
 //!   the dashboard page (`http/ui/`, served by `routes::ui`). Imports no `clients`.
 //! - [`runtime`]: process wiring (app, channel registry and fire-token verifier built once),
 //!   `serve` and its ticker, the Lambda entry (feature `aws`).

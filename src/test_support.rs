@@ -191,6 +191,7 @@ impl TestApp {
         if let Some(yaml) = &self.yaml {
             loaded.settings = parse_yaml(yaml, "test").unwrap().0;
             loaded.tz = loaded.settings.timezone.parse().unwrap();
+            loaded.webhooks = crate::config::webhook_routes(&loaded.settings, &self.env, "test").unwrap();
         }
         loaded
     }

@@ -13,6 +13,7 @@
 //! - `recovery`: sweeps, resume turns, shutdown, wakes for stored work;
 //! - `memory`: the agent's memory stores and the flush turn;
 //! - [`tools`]: the agent's tools and their registry;
+//! - [`webhooks`]: webhook routes' deliveries: rate window, runs, delivery;
 //! - `services`: the three handles the edges call.
 //!
 //! Beside them, leaves every room may use: `types` (what several rooms share), `cas` (the
@@ -43,6 +44,7 @@ pub mod tools;
 pub mod turn;
 mod types;
 pub mod usage;
+pub mod webhooks;
 
 pub use crate::core::pairing::is_platform_name;
 pub use jobs::manage::{SKIPPED_JOBS_KEY, SyncReport};
@@ -50,13 +52,14 @@ pub use jobs::status::LAST_TICK_KEY;
 pub use memory::Memory;
 pub use recovery::wake::Wake;
 pub use services::{
-    ApiServer, ApprovedView, Jobs, Paired, Pairing, PairingList, PendingView, Recovery, Reset, Sessions, Skills, SkillsImported,
+    ApiServer, ApprovedView, Jobs, Paired, Pairing, PairingList, PendingView, Recovery, Reset, Sessions, Skills, SkillsImported, Webhooks,
     skill_exists,
 };
 pub use sessions::inbound::{Inbound, Outcome, ReplyPath};
 pub use sessions::pairing::REFUSAL;
 pub use tools::job_view;
 pub use types::{FireStatus, TurnKind};
+pub use webhooks::types::Accepted as WebhookDelivery;
 
 use crate::config::Loaded;
 use crate::core::ids::{KeyRules, Origin};
@@ -111,6 +114,8 @@ pub(in crate::app) struct Inner {
     pub(in crate::app) scripts: Arc<dyn crate::ports::ScriptRunner>,
     /// Job runs in which a tool call with an effect started (retry of a run that had none).
     pub(in crate::app) effects: types::EffectLog,
+    /// The webhook routes' rate windows in this process (CONTRACT §16).
+    pub(in crate::app) webhook_rates: webhooks::types::Rates,
 }
 
 /// What an [`App`] is built from: settings and adapters, chosen once at wiring time.
@@ -197,6 +202,7 @@ impl App {
                 stt,
                 scripts,
                 effects: types::EffectLog::default(),
+                webhook_rates: webhooks::types::Rates::default(),
             }),
         }
     }

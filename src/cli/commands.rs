@@ -47,6 +47,7 @@ pub async fn dispatch(cmd: Command, home: PathBuf, cfg: Loaded) -> anyhow::Resul
             Ok(ExitCode::SUCCESS)
         }
         Command::Telegram { action } => super::setup::telegram(&cfg, action).await,
+        Command::Webhook { action } => super::webhook::run(&cfg, action).await,
         Command::Discord { action } => super::setup::discord(&cfg, action).await,
         Command::Doctor { create_table } => Ok(doctor(&home, cfg, create_table).await),
         Command::Import { hermes_home, json } => {

@@ -75,6 +75,8 @@ pub struct Loaded {
     /// Where a relative `store.path` is resolved: the root home for a named profile (every
     /// profile shares one store, each in its own key space); `None` is the home itself.
     pub store_home: Option<PathBuf>,
+    /// Hermes' webhook routes (`platforms.webhook.extra`, CONTRACT §16), parsed at load.
+    pub webhooks: crate::core::webhook::WebhookRoutes,
 }
 
 impl Loaded {
@@ -177,6 +179,7 @@ pub fn load_settings(home: &Path, config_file: Option<&Path>, env: &Env) -> Resu
     let file_label = file.as_ref().map_or_else(|| "config".to_string(), |p| p.display().to_string());
     let tz = validate(&settings, &file_label)?;
     let model = super::models::resolve(&settings, env, &file_label, &mut warnings)?;
+    let webhooks = super::webhooks::webhook_routes(&settings, env, &file_label)?;
     // The inline key now lives only in `model`'s endpoint (a secret), not in plain settings.
     settings.model.api_key.clear();
     let secrets = Secrets {
@@ -200,6 +203,7 @@ pub fn load_settings(home: &Path, config_file: Option<&Path>, env: &Env) -> Resu
         env: env.clone(),
         profile: crate::core::profile::Profile::main(),
         store_home: None,
+        webhooks,
     })
 }
 

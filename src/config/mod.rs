@@ -15,6 +15,7 @@ pub mod profile_env;
 pub mod provider;
 mod types;
 mod web;
+mod webhooks;
 
 pub use delegation::*;
 pub use env::Env;
@@ -23,3 +24,4 @@ pub use load::{ConfigError, Loaded, Parsed, Secrets, load_settings, parse_yaml, 
 pub use media::*;
 pub use types::*;
 pub use web::*;
+pub use webhooks::webhook_routes;

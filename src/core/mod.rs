@@ -33,3 +33,4 @@ pub mod skill_write;
 pub mod stable_hash;
 pub mod text;
 pub mod timers;
+pub mod webhook;

@@ -5,6 +5,7 @@
 pub mod error;
 pub mod extract;
 pub mod fire_auth;
+pub mod hooks;
 mod routes;
 
 use crate::app::App;
@@ -71,6 +72,8 @@ pub fn router(state: Arc<HttpState>) -> Router {
         .route("/v1/chat/completions", post(routes::openai::chat::completions))
         .route("/v1/responses", post(routes::openai::responses::create))
         .route("/v1/responses/{id}", get(routes::openai::responses::show).delete(routes::openai::responses::remove))
+        .route("/api/sessions/{session_id}/messages", get(routes::session_messages::messages))
+        .route("/webhooks/{route}", post(hooks::receive))
         .merge(routes::webhooks::routes(&state.channels))
         .merge(routes::ui::routes())
         .fallback(routes::not_found)

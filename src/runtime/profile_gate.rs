@@ -10,7 +10,8 @@
 //!   `jti`, which the built app spends), by a verifier from the profile's settings;
 //! - the channels' webhooks (`/webhooks/…`): the channel's own signature check (Telegram's
 //!   secret token, Slack's and WhatsApp's HMAC, Discord's Ed25519), with the channel built
-//!   from the profile's settings;
+//!   from the profile's settings; a webhook route (`/webhooks/<route>`, CONTRACT §16): the
+//!   route's signature (`http::hooks::signature`) with the route's secret from those settings;
 //! - everything else (`/healthz`, `/api/…`): the profile's API key, its `API_SERVER_KEY`
 //!   from `<home>/.env` (else, under `serve`, the key in `<home>/api_key`).
 //!
@@ -96,6 +97,7 @@ pub struct Gate {
 struct Checks {
     channels: Channels,
     fire: FireAuth,
+    webhooks: crate::core::webhook::WebhookRoutes,
 }
 
 impl Gate {
@@ -129,10 +131,17 @@ impl Gate {
             Kind::Webhook => {
                 let Some(checks) = self.checks().await else { return false };
                 let req = RawRequest { method: asked.method, headers: asked.headers, query: asked.query, body: asked.body, now: asked.now };
-                checks.channels.iter().any(|c| {
+                let channel = checks.channels.iter().any(|c| {
                     let routed = c.routes().iter().any(|r| r.path == asked.path && r.method == *asked.method);
                     routed && c.authenticate(&req).is_ok()
-                })
+                });
+                // A webhook route (CONTRACT §16): its own signature.
+                let route = asked.path.strip_prefix("/webhooks/").and_then(|n| checks.webhooks.routes.get(n));
+                channel
+                    || route.is_some_and(|r| {
+                        crate::http::hooks::signature::verify(asked.headers, asked.body, r.secret.expose_secret(), asked.now.timestamp())
+                            .is_ok()
+                    })
             }
         }
     }
@@ -150,7 +159,7 @@ impl Gate {
             };
             cfg.profile = self.profile.clone();
             let jwks = std::sync::Arc::new(crate::clients::jwks::HttpJwks::default());
-            Some(Checks { fire: FireAuth::from_config(&cfg, jwks), channels: Channels::from_config(&cfg) })
+            Some(Checks { fire: FireAuth::from_config(&cfg, jwks), channels: Channels::from_config(&cfg), webhooks: cfg.webhooks.clone() })
         });
         built.await.as_ref()
     }

@@ -10,6 +10,7 @@
 //! - [`Pairing`]: DM pairing's pending codes and approved users (list, approve, revoke).
 //! - [`Skills`]: the agent's skills (list, show, export, delete, import).
 //! - [`Recovery`]: sweeps, the ticker's pass, shutdown and drain.
+//! - [`Webhooks`]: webhook routes (lookup, rate window, delivery ids, runs).
 
 mod api_server;
 mod jobs;
@@ -17,6 +18,7 @@ mod pairing;
 mod recovery;
 mod sessions;
 mod skills;
+mod webhooks;
 
 pub use api_server::ApiServer;
 pub use jobs::Jobs;
@@ -24,6 +26,7 @@ pub use pairing::{ApprovedView, Paired, Pairing, PairingList, PendingView};
 pub use recovery::Recovery;
 pub use sessions::{Reset, Sessions};
 pub use skills::{Skills, SkillsImported, skill_exists};
+pub use webhooks::Webhooks;
 
 use crate::app::App;
 use crate::config::provider::ProviderChoice;
@@ -46,6 +49,11 @@ impl App {
     /// Restart recovery, the ticker's pass, shutdown and drain.
     pub fn recovery(&self) -> Recovery {
         Recovery { app: self.clone() }
+    }
+
+    /// Webhook routes: lookup, rate window, delivery ids, runs (CONTRACT §16).
+    pub fn webhooks(&self) -> Webhooks {
+        Webhooks { app: self.clone() }
     }
 
     /// The current instant, from the clock port.

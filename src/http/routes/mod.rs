@@ -7,6 +7,7 @@ pub mod memory;
 pub mod messages;
 pub mod openai;
 pub mod pairing;
+pub mod session_messages;
 pub mod sessions;
 pub mod skills;
 pub mod ui;
