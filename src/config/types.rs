@@ -77,6 +77,9 @@ pub struct Settings {
     pub stt: SttSettings,
     /// Hermes' `web:` (the `web_search`/`web_extract` backends, docs/tools.md).
     pub web: super::WebSettings,
+    /// Model prices by model name, overriding or adding to the built-in table
+    /// (`core::pricing`; the usage view's estimate and `cron.daily_budget_usd` use them).
+    pub pricing: BTreeMap<String, crate::core::pricing::ModelPrice>,
 }
 
 impl Default for Settings {
@@ -114,6 +117,7 @@ impl Default for Settings {
             fallback_providers: None,
             stt: SttSettings::default(),
             web: super::WebSettings::default(),
+            pricing: BTreeMap::new(),
         }
     }
 }
@@ -379,6 +383,12 @@ pub struct CronSettings {
     /// Limit of one job script run, in seconds (Hermes' key; env `HERMES_CRON_SCRIPT_TIMEOUT`
     /// wins; on Lambda the invocation's time left caps it).
     pub script_timeout_seconds: u64,
+    /// Where a job's failure alert and "recovered" line go when the job names no
+    /// `failure_deliver` (empty: the job's own targets; docs/jobs.md#failure-alerts).
+    pub failure_deliver: Vec<String>,
+    /// The most the agent's job runs may spend on the model per UTC day, in US dollars,
+    /// priced as the usage view prices it (None: no limit; docs/jobs.md#budgets).
+    pub daily_budget_usd: Option<f64>,
 }
 
 impl Default for CronSettings {
@@ -396,6 +406,8 @@ impl Default for CronSettings {
             eventbridge: EventBridgeSettings::default(),
             spread_seconds: 0,
             script_timeout_seconds: crate::core::script::DEFAULT_TIMEOUT_SECS,
+            failure_deliver: Vec::new(),
+            daily_budget_usd: None,
         }
     }
 }

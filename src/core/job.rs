@@ -63,6 +63,8 @@ pub enum RunStatus {
     /// The occurrence came due while the previous run still ran, and was not run
     /// (docs/design.md#overlap).
     Skipped,
+    /// Stopped by the job's `max_tokens` or `cron.daily_budget_usd` (docs/jobs.md#budgets).
+    OverBudget,
 }
 
 /// What an occurrence that comes due while the job's previous run still runs does

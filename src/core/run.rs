@@ -24,10 +24,14 @@ pub enum RunOutcome {
     Silent,
     /// Came due while the job's previous run still ran; not run (docs/design.md#overlap).
     Skipped,
+    /// Stopped before a model call that would pass the job's `max_tokens` or
+    /// `cron.daily_budget_usd` (docs/jobs.md#budgets).
+    OverBudget,
 }
 
 impl RunOutcome {
-    /// The stored name (`ok`, `error`, `delivery_failed`, `missed`, `interrupted`, `silent`, `skipped`).
+    /// The stored name (`ok`, `error`, `delivery_failed`, `missed`, `interrupted`, `silent`, `skipped`,
+    /// `over_budget`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Ok => "ok",
@@ -37,6 +41,7 @@ impl RunOutcome {
             Self::Interrupted => "interrupted",
             Self::Skipped => "skipped",
             Self::Silent => "silent",
+            Self::OverBudget => "over_budget",
         }
     }
 
@@ -48,6 +53,7 @@ impl RunOutcome {
             Self::Skipped => RunStatus::Skipped,
             Self::DeliveryFailed => RunStatus::DeliveryFailed,
             Self::Silent => RunStatus::Silent,
+            Self::OverBudget => RunStatus::OverBudget,
             Self::Error | Self::Interrupted => RunStatus::Error,
         }
     }

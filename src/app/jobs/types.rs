@@ -102,6 +102,8 @@ pub(in crate::app) struct Tail {
     pub append: Option<RunAppend>,
     /// A model turn ran in the run's session (a script job's session exists only then).
     pub session_used: bool,
+    /// Why the run was stopped before a model call (its budget, `app::budget`).
+    pub over_budget: Option<String>,
 }
 
 #[cfg(test)]

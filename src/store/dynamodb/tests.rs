@@ -292,3 +292,23 @@ async fn a_message_turn_and_a_fire_stay_within_their_store_budgets_on_dynamodb()
     let real: u64 = steps[1].values().sum();
     assert!(real <= FIRE_BUDGET, "fire: {real} DynamoDB requests, budget {FIRE_BUDGET}: {:?}", steps[1]);
 }
+
+/// Failure alerts (`app::jobs::alerts`) on DynamoDB: two handles on one table are the two
+/// processes; the streak's compare-and-set is the record they share.
+#[tokio::test]
+async fn failure_alerts_hold_across_two_processes_on_dynamodb() {
+    let Some(ep) = endpoint().await else { return };
+    let store = fresh(&ep).await;
+    let second = handle(&ep, store.table()).await;
+    crate::app::jobs::alerts_tests::alerts_across_two_processes(Arc::new(store), Arc::new(second)).await;
+}
+
+/// Budgets (`app::budget`, `app::spend`) on DynamoDB: the day's job spend is one counter
+/// record both processes add to.
+#[tokio::test]
+async fn budgets_hold_across_two_processes_on_dynamodb() {
+    let Some(ep) = endpoint().await else { return };
+    let store = fresh(&ep).await;
+    let second = handle(&ep, store.table()).await;
+    crate::app::jobs::alerts_tests::budgets_across_two_processes(Arc::new(store), Arc::new(second)).await;
+}
