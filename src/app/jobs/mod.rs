@@ -27,5 +27,5 @@ pub(in crate::app) mod status;
 pub(in crate::app) mod types;
 
 /// The alert and budget scenarios, for the DynamoDB adapter's tests.
-#[cfg(test)]
+#[cfg(all(test, feature = "aws"))]
 pub(crate) use alerts::tests as alerts_tests;
