@@ -192,6 +192,13 @@ pub struct JobFlags {
     /// This job's model base URL (needs `--provider`).
     #[arg(long = "base-url")]
     pub base_url: Option<String>,
+    /// Where this job's failure alert and "recovered" line go (targets as --deliver; empty:
+    /// cron.failure_deliver, else the job's own targets).
+    #[arg(long = "failure-deliver")]
+    pub failure_deliver: Option<String>,
+    /// Most tokens (prompt plus completion over every model call) one run may use ("" clears it).
+    #[arg(long = "max-tokens")]
+    pub max_tokens: Option<String>,
     /// Jobs whose newest output goes into the prompt (comma-separated ids; empty: none).
     #[arg(long = "context-from")]
     pub context_from: Option<String>,

@@ -185,12 +185,16 @@ async fn silent_answers_are_not_delivered_and_failures_always_are() {
     let o = cli(home.path(), &["cron", "run", "chk"], &[]);
     assert!(stdout(&o).contains(": error"), "{}", stdout(&o));
     let sent = tg.sent();
-    assert_eq!(sent.len(), 1);
+    // The failure's own line, then the job's one failure alert (issue #30: with no
+    // `failure_deliver` the alert goes to the job's own targets).
+    assert_eq!(sent.len(), 2);
     let text = sent[0]["text"].as_str().unwrap();
     assert!(text.starts_with("⚠️ Scheduled job 'chk' failed:") && !text.contains('\n'), "{text}");
+    assert!(sent[1]["text"].as_str().unwrap().starts_with("🚨 Scheduled job 'chk' is failing"), "{sent:?}");
     llm.push(Reply::Text("  ".into()));
     cli(home.path(), &["cron", "run", "chk"], &[]);
-    assert!(tg.sent()[1]["text"].as_str().unwrap().contains("empty answer"));
+    assert!(tg.sent()[2]["text"].as_str().unwrap().contains("empty answer"));
+    assert_eq!(tg.sent().len(), 3, "no second alert while the job keeps failing");
     let jobs = jobs_json(&home);
     assert_eq!(jobs[0]["last_status"], "error");
 }
@@ -227,8 +231,10 @@ async fn a_missed_one_shot_is_reported_not_run() {
     cli(home.path(), &["cron", "tick"], &[("HERMES_CLOCK_OFFSET_SECS", "1200")]);
     assert_eq!(llm.calls(), 0);
     let sent = tg.sent();
-    assert_eq!(sent.len(), 1);
+    // The missed line, then the job's one failure alert (issue #30).
+    assert_eq!(sent.len(), 2);
     assert!(sent[0]["text"].as_str().unwrap().contains("was missed"));
+    assert!(sent[1]["text"].as_str().unwrap().contains("'one' is failing: its last run ended missed"), "{sent:?}");
     let j = &jobs_json(&home)[0];
     assert_eq!((j["last_status"].as_str(), j["state"].as_str()), (Some("missed"), Some("completed")));
 }

@@ -152,9 +152,13 @@ async fn a_timeout_and_a_failing_script_are_errors_with_stderr_and_the_job_stays
         assert_eq!((j["state"].as_str(), j["last_status"].as_str()), (Some("scheduled"), Some("error")), "{j}");
     }
     assert_eq!(llm.calls(), 0, "a failed script is not handed to the model");
-    let sent = tg.wait_for(3, 10).await;
-    assert_eq!(sent.len(), 3, "one failure line per failed run: {sent:?}");
-    assert_eq!(sent[2]["text"], "⚠️ Scheduled job 'bad' failed: script `bad.py` exited with code 3");
+    let sent = tg.wait_for(5, 10).await;
+    // Besides the failure lines, each job's one failure alert (issue #30: with no
+    // `failure_deliver` it goes to the job's own targets).
+    let lines: Vec<&str> = sent.iter().filter_map(|m| m["text"].as_str()).filter(|t| !t.starts_with("🚨")).collect();
+    assert_eq!(lines.len(), 3, "one failure line per failed run: {sent:?}");
+    assert_eq!(lines[2], "⚠️ Scheduled job 'bad' failed: script `bad.py` exited with code 3");
+    assert_eq!(sent.len(), 5, "one alert per failing job: {sent:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -245,6 +245,11 @@ async fn second_job(c: &Client, gw: &Gateway) -> Result<()> {
     type_into(c, "#f-chat", "-100123").await?;
     find(c, "#f-repeat").await?.select_by_value("times").await?;
     type_into(c, "#f-repeat-times", "5").await?;
+    // Overlap, spread, the failure target and the token limit (issue #30).
+    find(c, "#f-overlap").await?.select_by_value("allow").await?;
+    type_into(c, "#f-spread", "120").await?;
+    type_into(c, "#f-max-tokens", "5000").await?;
+    type_into(c, "#f-failure-deliver", "telegram:-100123").await?;
     count(c, "[data-testid=preview-time]", 3).await?;
     click(c, "#f-submit").await?;
     text_contains(c, "#f-name-error", "already exists").await?;
@@ -255,7 +260,19 @@ async fn second_job(c: &Client, gw: &Gateway) -> Result<()> {
     let jobs = api_jobs(gw).await;
     let j = jobs.iter().find(|j| j["id"] == "ui-second").context("ui-second not stored")?;
     ensure!(j["deliver"] == json!(["telegram:-100123"]) && j["repeat"]["times"] == 5, "{j}");
-    click(c, &format!("{second} [data-testid=job-delete]")).await?;
+    ensure!(j["overlap"] == "allow" && j["spread"] == 120 && j["max_tokens"] == 5000, "{j}");
+    ensure!(j["failure_deliver"] == json!(["telegram:-100123"]), "{j}");
+    // The edit form shows them back.
+    click(c, &format!("{second} [data-testid=job-edit]")).await?;
+    value_is(c, "#f-overlap", "allow").await?;
+    value_is(c, "#f-spread", "120").await?;
+    value_is(c, "#f-max-tokens", "5000").await?;
+    value_is(c, "#f-failure-deliver", "telegram:-100123").await?;
+    click(c, "#f-cancel").await?;
+    displayed(c, "#panel-schedule", true).await?;
+    // The table is drawn again as the form closes: retry a click that met the old row.
+    let delete = format!("{second} [data-testid=job-delete]");
+    poll("the delete button of ui-second", || async { c.find(Locator::Css(&delete)).await.ok()?.click().await.ok() }).await?;
     click(c, "#confirm-ok").await?;
     count(c, second, 0).await?;
     ensure!(api_jobs(gw).await.len() == 1, "ui-second was not deleted");
@@ -440,6 +457,7 @@ async fn status(c: &Client) -> Result<()> {
         "usage totals: {totals}"
     );
     text_contains(c, "[data-testid=usage-estimate]", "Estimated cost").await?;
+    text_contains(c, "[data-testid=usage-budget]", "Jobs today").await?;
     shot(c, "ui-status.png").await?;
     Ok(())
 }

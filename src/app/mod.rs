@@ -17,7 +17,8 @@
 //! - `services`: the three handles the edges call.
 //!
 //! Beside them, leaves every room may use: `types` (what several rooms share), `cas` (the
-//! compare-and-set loop), [`budget`] (a transport's deadline), [`usage`], `skills`, [`crash`], `model_choice`
+//! compare-and-set loop), [`budget`] (a transport's deadline, a job run's spend meter), [`usage`],
+//! `spend` (model prices and the jobs' daily spend), `skills`, [`crash`], `model_choice`
 //! (which model a turn uses), `homes` (home channels).
 //! Calls run one way: `services` → `sessions` / `jobs` / `recovery` → `turn` → `tools`;
 //! no `use` line makes a loop between siblings (`tests/app_rooms.rs`).
@@ -40,6 +41,7 @@ pub mod sessions;
 mod skill_actions;
 mod skill_store;
 mod skills;
+mod spend;
 pub mod tools;
 pub mod turn;
 mod types;

@@ -16,7 +16,8 @@ use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 
 /// The counters kept per day, in chart order.
-pub const COUNTERS: [&str; 6] = ["turns", "job_runs", "input_tokens", "output_tokens", "store_requests", "model_seconds"];
+pub const COUNTERS: [&str; 8] =
+    ["turns", "job_runs", "input_tokens", "output_tokens", "store_requests", "model_seconds", "job_usd_micros", "chat_usd_micros"];
 
 /// How long counts may wait in memory before a flush writes them.
 const FLUSH_EVERY: Duration = Duration::seconds(60);
@@ -79,7 +80,7 @@ impl Usage {
 }
 
 /// The record key of a day's counters.
-fn day_key(day: NaiveDate) -> String {
+pub(in crate::app) fn day_key(day: NaiveDate) -> String {
     format!("usage:{}", day.format("%Y-%m-%d"))
 }
 
@@ -146,7 +147,9 @@ impl App {
         let counts = self.inner.store.get_counts(&keys).await?;
         let rows: Vec<Value> = days.iter().zip(&counts).map(|(d, c)| day_row(*d, c)).collect();
         let estimate = estimate(&counts, self.inner.store.kind());
-        Ok(json!({"days": rows, "counters": COUNTERS, "estimate": estimate}))
+        let jobs = self.inner.store.list_jobs().await?;
+        let budget = self.budget_view(counts.last().unwrap_or(&Counts::new()), &jobs);
+        Ok(json!({"days": rows, "counters": COUNTERS, "estimate": estimate, "budget": budget}))
     }
 }
 
@@ -175,8 +178,9 @@ mod price {
     pub const DYNAMODB_REQUEST: f64 = (2.0 * 0.625 + 0.6 * 0.125) / 1e6;
 }
 
-/// This month's cost at the last 14 days' daily average, without free tiers and without the
-/// model's bill. On SQLite the store costs nothing and the machine is the user's.
+/// This month's cost at the last 14 days' daily average, without free tiers; the model's bill
+/// as the price table (`core::pricing`) prices the calls. On SQLite the store costs nothing
+/// and the machine is the user's.
 fn estimate(days: &[Counts], store: &str) -> Value {
     let sum = |name: &str| days.iter().map(|c| c.get(name).copied().unwrap_or(0)).sum::<i64>() as f64;
     let n = days.len().max(1) as f64;
@@ -185,11 +189,13 @@ fn estimate(days: &[Counts], store: &str) -> Value {
     let gb_s = per_month(sum("model_seconds")) * price::LAMBDA_GB;
     let lambda = invocations * price::LAMBDA_REQUEST + gb_s * price::LAMBDA_GB_S;
     let dynamodb = if store == "dynamodb" { per_month(sum("store_requests")) * price::DYNAMODB_REQUEST } else { 0.0 };
+    let model = per_month(sum("job_usd_micros") + sum("chat_usd_micros")) / 1e6;
     json!({
-        "basis": "last 14 days' daily average × 30; Lambda arm64 at 128 MB + DynamoDB on-demand, us-east-1 list prices read 2026-12-01; no free tiers; model tokens not included",
+        "basis": "last 14 days' daily average × 30; Lambda arm64 at 128 MB + DynamoDB on-demand, us-east-1 list prices read 2026-12-01; no free tiers; model tokens at the price table's (Hermes 0.19.0's snapshot and `pricing:`)",
         "lambda_usd_per_month": round_cents(lambda),
         "store_usd_per_month": round_cents(dynamodb),
-        "total_usd_per_month": round_cents(lambda + dynamodb),
+        "model_usd_per_month": round_cents(model),
+        "total_usd_per_month": round_cents(lambda + dynamodb + model),
         "tokens_per_month": per_month(sum("input_tokens") + sum("output_tokens")).round(),
     })
 }

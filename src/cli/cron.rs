@@ -63,6 +63,12 @@ fn flags_json(v: &mut Value, f: &JobFlags) {
             v[key] = json!(x.split(',').map(str::trim).filter(|s| !s.is_empty()).collect::<Vec<_>>());
         }
     }
+    if let Some(d) = &f.failure_deliver {
+        v["failure_deliver"] = json!(d);
+    }
+    if let Some(m) = &f.max_tokens {
+        v["max_tokens"] = json!(m);
+    }
     if let Some(b) = f.attach_to_session {
         v["attach_to_session"] = json!(b);
     }

@@ -477,6 +477,15 @@ fn validate(s: &Settings, file: &str) -> Result<chrono_tz::Tz, ConfigError> {
     if let Err(e) = crate::core::retry::check_delays(&s.cron.retry.delays) {
         return Err(bad("cron.retry.delays", e));
     }
+    for t in &s.cron.failure_deliver {
+        crate::core::jobfile::check_target(t).map_err(|e| bad("cron.failure_deliver", e))?;
+    }
+    if let Some(b) = s.cron.daily_budget_usd
+        && !(b.is_finite() && b > 0.0)
+    {
+        return Err(bad("cron.daily_budget_usd", format!("must be a number of US dollars above 0, got {b}")));
+    }
+    crate::core::pricing::check(&s.pricing).map_err(|e| bad("pricing", e))?;
     if s.store.path.trim().is_empty() {
         return Err(bad("store.path", "must not be empty".into()));
     }

@@ -87,6 +87,9 @@ pub struct Settings {
     pub toolsets: Option<Vec<String>>,
     /// Hermes' `platform_toolsets.<platform>`: a platform's own toolsets.
     pub platform_toolsets: BTreeMap<String, Vec<String>>,
+    /// Model prices by model name, overriding or adding to the built-in table
+    /// (`core::pricing`; the usage view's estimate and `cron.daily_budget_usd` use them).
+    pub pricing: BTreeMap<String, crate::core::pricing::ModelPrice>,
 }
 
 impl Default for Settings {
@@ -129,6 +132,7 @@ impl Default for Settings {
             tts: super::TtsSettings::default(),
             toolsets: None,
             platform_toolsets: BTreeMap::new(),
+            pricing: BTreeMap::new(),
         }
     }
 }
@@ -396,6 +400,12 @@ pub struct CronSettings {
     pub script_timeout_seconds: u64,
     /// Retry of a run that had no effect (docs/design/jobs.md#retry).
     pub retry: RetrySettings,
+    /// Where a job's failure alert and "recovered" line go when the job names no
+    /// `failure_deliver` (empty: the job's own targets; docs/jobs.md#failure-alerts).
+    pub failure_deliver: Vec<String>,
+    /// The most the agent's job runs may spend on the model per UTC day, in US dollars,
+    /// priced as the usage view prices it (None: no limit; docs/jobs.md#budgets).
+    pub daily_budget_usd: Option<f64>,
 }
 
 /// `cron.retry:` block.
@@ -429,6 +439,8 @@ impl Default for CronSettings {
             spread_seconds: 0,
             script_timeout_seconds: crate::core::script::DEFAULT_TIMEOUT_SECS,
             retry: RetrySettings::default(),
+            failure_deliver: Vec::new(),
+            daily_budget_usd: None,
         }
     }
 }

@@ -1,13 +1,16 @@
 //! A job's run options from Hermes 0.19.0's `cron/jobs.py` (docs/jobs.md): `context_from`,
 //! `enabled_toolsets`, `provider`, `base_url` and `attach_to_session`, stored flat on the job
 //! under Hermes' own field names, and their parsing from a job object (jobs.json, the REST
-//! API, the CLI and the `cronjob` tool all go through [`JobOptions::parse`]). Pure.
+//! API, the CLI and the `cronjob` tool all go through [`JobOptions::parse`]). Two options go
+//! beyond Hermes (docs/jobs.md#failure-alerts, #budgets): `failure_deliver` and `max_tokens`.
+//! Pure.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The field names this module reads from a job object (kept out of the job's `extra`).
-pub const FIELDS: &[&str] = &["context_from", "enabled_toolsets", "provider", "base_url", "attach_to_session"];
+pub const FIELDS: &[&str] =
+    &["context_from", "enabled_toolsets", "provider", "base_url", "attach_to_session", "failure_deliver", "max_tokens"];
 
 /// A job's run options (all optional; an empty job runs as before).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,6 +31,13 @@ pub struct JobOptions {
     /// `cron.mirror_delivery` decides).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attach_to_session: Option<bool>,
+    /// Where this job's failure alert and "recovered" line go (empty: `cron.failure_deliver`,
+    /// and when that is empty too, the job's own targets).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failure_deliver: Vec<String>,
+    /// Most tokens (prompt plus completion over every model call) one run may use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
 }
 
 impl JobOptions {
@@ -62,7 +72,15 @@ impl JobOptions {
             Some(Value::Bool(b)) => Some(*b),
             Some(_) => return Err("`attach_to_session` must be true or false".into()),
         };
-        Ok(Self { context_from, enabled_toolsets, provider: text(j, "provider")?, base_url, attach_to_session })
+        Ok(Self {
+            context_from,
+            enabled_toolsets,
+            provider: text(j, "provider")?,
+            base_url,
+            attach_to_session,
+            failure_deliver: targets(j.get("failure_deliver").unwrap_or(&Value::Null))?,
+            max_tokens: max_tokens(j.get("max_tokens").unwrap_or(&Value::Null))?,
+        })
     }
 
     /// The options as job-object fields (for merging an update over a stored job).
@@ -73,12 +91,51 @@ impl JobOptions {
         m.insert("provider".into(), serde_json::json!(self.provider));
         m.insert("base_url".into(), serde_json::json!(self.base_url));
         m.insert("attach_to_session".into(), serde_json::json!(self.attach_to_session));
+        m.insert("failure_deliver".into(), serde_json::json!(self.failure_deliver));
+        m.insert("max_tokens".into(), serde_json::json!(self.max_tokens));
         m
     }
 
     /// Whether the job names its own model endpoint (a provider or a base URL).
     pub fn routes_model(&self) -> bool {
         self.provider.is_some() || self.base_url.is_some()
+    }
+}
+
+/// `failure_deliver`: targets as `deliver` takes them (a comma-separated string or a list).
+fn targets(v: &Value) -> Result<Vec<String>, String> {
+    let list = match v {
+        Value::Null => vec![],
+        Value::String(s) => split(s),
+        Value::Array(a) => a
+            .iter()
+            .map(|x| x.as_str().map(|s| s.trim().to_string()).ok_or("`failure_deliver` must list delivery targets"))
+            .filter(|r| !matches!(r, Ok(s) if s.is_empty()))
+            .collect::<Result<_, _>>()?,
+        _ => return Err("`failure_deliver` must be a delivery target or a list of them".into()),
+    };
+    let mut out: Vec<String> = Vec::new();
+    for t in list {
+        crate::core::jobfile::check_target(&t).map_err(|e| format!("`failure_deliver`: {e}"))?;
+        if !out.contains(&t) {
+            out.push(t);
+        }
+    }
+    Ok(out)
+}
+
+/// `max_tokens`: a whole number of at least 1 (or numeric text), `null` for no limit.
+fn max_tokens(v: &Value) -> Result<Option<u64>, String> {
+    let n = match v {
+        Value::Null => return Ok(None),
+        Value::String(s) if s.trim().is_empty() => return Ok(None),
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => s.trim().parse::<u64>().ok(),
+        _ => None,
+    };
+    match n {
+        Some(n) if n >= 1 => Ok(Some(n)),
+        _ => Err(format!("`max_tokens` must be a whole number of tokens, at least 1, got {v}")),
     }
 }
 
@@ -117,13 +174,15 @@ mod tests {
     fn hermes_forms_load_and_normalize() {
         let o = JobOptions::parse(&json!({
             "context_from": "a1b2c3d4e5f6", "enabled_toolsets": ["web", " ", "memory"], "provider": "custom",
-            "base_url": "http://127.0.0.1:9/v1/", "attach_to_session": true
+            "base_url": "http://127.0.0.1:9/v1/", "attach_to_session": true,
+            "failure_deliver": "telegram:-100, local, telegram:-100", "max_tokens": "4000"
         }))
         .unwrap();
         assert_eq!(o.context_from, ["a1b2c3d4e5f6"]);
         assert_eq!(o.enabled_toolsets, ["web", "memory"]);
         assert_eq!((o.provider.as_deref(), o.base_url.as_deref()), (Some("custom"), Some("http://127.0.0.1:9/v1")));
         assert_eq!(o.attach_to_session, Some(true));
+        assert_eq!((o.failure_deliver.clone(), o.max_tokens), (vec!["telegram:-100".to_string(), "local".to_string()], Some(4000)));
         let none = JobOptions::parse(&json!({"context_from": null, "enabled_toolsets": null, "provider": null, "base_url": null})).unwrap();
         assert_eq!(none, JobOptions::default());
         assert_eq!(JobOptions::parse(&json!({"context_from": ["a", "b"]})).unwrap().context_from, ["a", "b"]);
@@ -145,6 +204,11 @@ mod tests {
             (json!({"base_url": false}), "base_url"),
             (json!({"base_url": "ftp://x"}), "base_url"),
             (json!({"attach_to_session": "yes"}), "attach_to_session"),
+            (json!({"failure_deliver": 7}), "failure_deliver"),
+            (json!({"failure_deliver": ["tele gram"]}), "failure_deliver"),
+            (json!({"max_tokens": 0}), "max_tokens"),
+            (json!({"max_tokens": -5}), "max_tokens"),
+            (json!({"max_tokens": "lots"}), "max_tokens"),
         ] {
             let e = JobOptions::parse(&body).unwrap_err();
             assert!(e.contains(&format!("`{field}`")), "{body}: {e}");

@@ -24,13 +24,14 @@ pub enum RunOutcome {
     Silent,
     /// Came due while the job's previous run still ran; not run (docs/design.md#overlap).
     Skipped,
-    /// Stopped at a budget limit before its next model call.
+    /// Stopped before a model call that would pass the job's `max_tokens` or
+    /// `cron.daily_budget_usd` (docs/jobs.md#budgets).
     OverBudget,
 }
 
 impl RunOutcome {
-    /// The stored name (`ok`, `error`, `delivery_failed`, `missed`, `interrupted`, `silent`,
-    /// `skipped`, `over_budget`).
+    /// The stored name (`ok`, `error`, `delivery_failed`, `missed`, `interrupted`, `silent`, `skipped`,
+    /// `over_budget`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Ok => "ok",

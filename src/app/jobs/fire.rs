@@ -207,6 +207,7 @@ impl App {
         };
         let run = ended_run(&occ, "recovery", mark.started_at, now, RunOutcome::Interrupted, String::new(), j.last_error.clone());
         self.inner.store.finish_run(&run, self.inner.cfg.settings.cron.output_retention).await?;
+        self.note_streak(&j, &run, None).await;
         tracing::warn!(job_id = %job.id, occurrence = %occ.key(), "job run interrupted by a crash; not re-run");
         Ok(true)
     }

@@ -38,6 +38,11 @@ impl App {
         if !declared {
             let rules = self.delivery_rules(&spec.deliver).await;
             self.check_job_delivery(&rules, &spec.deliver, caller)?;
+            // Failure targets are held to the same policy (checked only when set).
+            if !spec.options.failure_deliver.is_empty() {
+                let rules = self.delivery_rules(&spec.options.failure_deliver).await;
+                self.check_job_delivery(&rules, &spec.options.failure_deliver, caller)?;
+            }
             check_script_fields(&spec)?;
         }
         if spec.past_one_shot {
@@ -94,7 +99,7 @@ impl App {
         let tz = self.inner.cfg.tz;
         // New targets are checked with the stored home channels too; read once, before the
         // compare-and-set loop, and only when the patch names targets.
-        let rules = match obj.get("deliver") {
+        let rules = match obj.get("deliver").or(obj.get("failure_deliver")) {
             Some(_) => self.access_with(&self.homes().await),
             None => self.access(),
         };
@@ -121,6 +126,9 @@ impl App {
             let spec = jobfile::parse_job(&merged, now, tz).map_err(AppError::BadRequest)?;
             if spec.deliver != j.deliver {
                 self.check_job_delivery(&rules, &spec.deliver, caller)?;
+            }
+            if spec.options.failure_deliver != j.options.failure_deliver {
+                self.check_job_delivery(&rules, &spec.options.failure_deliver, caller)?;
             }
             if spec.script != j.script || spec.workdir != j.workdir {
                 check_script_fields(&spec)?;

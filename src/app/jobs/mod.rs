@@ -7,11 +7,14 @@
 //! ledger ([`deliver`]), the schedule
 //! lines of `cron status` and `/status` ([`status`]) and the verifier of Chronos fire
 //! tokens ([`fire_token`]); the prompt body of a run (`context_from` outputs, a manual run's
-//! `## Run Context`) is [`context`], and the delivery mirror into the job's chat ([`mirror`]).
+//! `## Run Context`) is [`context`], and the delivery mirror into the job's chat ([`mirror`]);
+//! a recorded run steps the job's failing streak and sends its one alert ([`alerts`]).
 //!
-//! Calls run one way: `manage` → `fire` → `retry`, `run` → `script`, `deliver` (and `run` → `context`); the types they share live in
+//! Calls run one way: `manage` → `fire` → `retry`, `run` → `script`, `deliver` (and `run` → `context`,
+//! `alerts` → `deliver`); the types they share live in
 //! [`types`]. A run reaches the agent loop through `app::turn`, never the other way round.
 
+pub(in crate::app) mod alerts;
 pub(in crate::app) mod context;
 pub(in crate::app) mod deliver;
 pub(in crate::app) mod fire;
@@ -26,3 +29,7 @@ pub(in crate::app) mod run;
 pub(in crate::app) mod script;
 pub(in crate::app) mod status;
 pub(in crate::app) mod types;
+
+/// The alert and budget scenarios, for the DynamoDB adapter's tests.
+#[cfg(all(test, feature = "aws"))]
+pub(crate) use alerts::tests as alerts_tests;

@@ -67,6 +67,7 @@ impl App {
             runs_hint: None,
         };
         self.inner.store.fire_finish(&finish).await?;
+        self.note_streak(job, &run, None).await;
         crate::app::crash::crash_point("fire:finalized");
         Ok(FireStatus::Ran { run: Box::new(run), next: job.next_run_at })
     }

@@ -130,7 +130,11 @@ impl App {
             transcript: Some(vec![prompt]),
             prompt_unstored: start.scripted,
         };
-        match tokio::time::timeout(budget, agent::run(self, spec, || async { false })).await {
+        let meter = self.job_meter(job.options.max_tokens).await;
+        let ran =
+            crate::app::budget::metered(meter.clone(), tokio::time::timeout(budget, agent::run(self, spec, || async { false }))).await;
+        tail.over_budget = self.finish_meter(&meter).await;
+        match ran {
             Ok(Ok(out)) => {
                 let model_seconds = (self.inner.clock.now() - start.started).num_milliseconds() as f64 / 1000.0;
                 self.count_job_run(out.input_tokens, out.output_tokens, model_seconds);
@@ -200,9 +204,11 @@ impl App {
             }
             Err(f) => {
                 tracing::error!(job_id = %job.id, attempt = start.attempt, error = %f.text, "job run failed");
-                rec.status = RunOutcome::Error;
+                let over = tail.over_budget.is_some();
+                rec.status = if over { RunOutcome::OverBudget } else { RunOutcome::Error };
+                // A budget stop is not a blip: it is never retried.
                 let manual = trigger == "manual";
-                tail.retry = (!manual).then(|| self.retry_plan(job, occ.fire_at, start.attempt, &f, effect)).flatten();
+                tail.retry = (!manual && !over).then(|| self.retry_plan(job, occ.fire_at, start.attempt, &f, effect)).flatten();
                 if let Some(r) = &tail.retry {
                     // Nothing is delivered: the failure summary waits for the last attempt.
                     tracing::warn!(job_id = %job.id, attempt = r.attempt, at = %r.at, "the run had no effect; retrying");
@@ -213,7 +219,11 @@ impl App {
                 }
                 rec.error = Some(f.text.clone());
                 let line: String = f.text.lines().next().unwrap_or_default().chars().take(300).collect();
-                Some(format!("⚠️ Scheduled job '{}' failed: {line}", job.name))
+                Some(if over {
+                    format!("⛔ Scheduled job '{}' stopped: {line}", job.name)
+                } else {
+                    format!("⚠️ Scheduled job '{}' failed: {line}", job.name)
+                })
             }
         };
         if let Some(text) = text {
@@ -255,12 +265,15 @@ impl App {
             runs_hint: claimed.running.is_some().then_some(claimed.repeat.completed),
         };
         let first = std::sync::atomic::AtomicBool::new(claimed.running.is_some());
+        // The job's status before this record, for the failing streak (`jobs::alerts`).
+        let prior = std::sync::Mutex::new(None);
         let written = retry_cas(|| async {
             let read = if first.swap(false, std::sync::atomic::Ordering::Relaxed) {
                 Some(claimed.clone())
             } else {
                 self.inner.store.get_job(&claimed.id).await?
             };
+            *prior.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = read.as_ref().map(|j| j.last_status);
             let mut next = read.as_ref().map_or(claimed.next_run_at, |j| j.next_run_at);
             let job = read.and_then(|mut j| {
                 let owned = j.finish_claimed(claimed.running.as_ref(), status, error.clone(), now);
@@ -292,10 +305,16 @@ impl App {
             Err(AppError::Contended) => {
                 tracing::warn!(job_id = %claimed.id, "could not record the run on the job (contended); its claim still records it");
                 self.inner.store.fire_finish(&finish(None)).await?;
+                *prior.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
                 claimed.next_run_at
             }
             Err(e) => return Err(e),
         };
+        if tail.retry.is_none() {
+            // An attempt that plans another is not yet a failure of the job: only the
+            // occurrence's last attempt counts toward the failing streak.
+            self.note_streak(claimed, run, prior.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner)).await;
+        }
         for _ in &tail.ledger {
             crate::app::crash::crash_point("delivery:recorded");
         }

@@ -114,6 +114,8 @@ pub(in crate::app) struct Tail {
     pub session_used: bool,
     /// The next attempt this failed run planned, stored on the job by the finishing write.
     pub retry: Option<RetryDue>,
+    /// Why the run was stopped before a model call (its budget, `app::budget`).
+    pub over_budget: Option<String>,
 }
 
 /// An occurrence (or retry attempt) this process claimed, with the job as the claim wrote

@@ -80,6 +80,7 @@ pub fn job_view(j: &Job) -> Value {
         "script": j.script, "no_agent": j.no_agent, "workdir": j.workdir,
         "model": j.model, "context_from": j.options.context_from, "enabled_toolsets": j.options.enabled_toolsets,
         "provider": j.options.provider, "base_url": j.options.base_url, "attach_to_session": j.options.attach_to_session,
+        "failure_deliver": j.options.failure_deliver, "max_tokens": j.options.max_tokens,
     })
 }
 

@@ -68,6 +68,8 @@ where
         _ => Vec::new(),
     };
     for n in 0..max_iter {
+        // A job run stops before the model call that would pass its budget (`app::budget`).
+        crate::app::budget::before_call().map_err(AppError::NotAllowed)?;
         let req = ChatRequest { messages: prompt.clone(), tools: tools.clone(), model: spec.model.clone(), route: spec.route.clone() };
         // Each model call streams into its own segment; dropping it stops the editing.
         let seg = spec.stream.as_ref().map(|p| Segment::start(app, p, n));
@@ -94,6 +96,7 @@ where
         crate::app::crash::crash_point("turn:model_answered");
         out.input_tokens += resp.input_tokens;
         out.output_tokens += resp.output_tokens;
+        app.charge_call(&resp.model, spec.model.as_deref(), resp.input_tokens, resp.output_tokens);
         let now = app.inner.clock.now();
         let mut msg = Message::text(Role::Assistant, resp.content.clone(), now);
         msg.model = (!resp.model.is_empty()).then(|| resp.model.clone());

@@ -309,7 +309,7 @@
 
   // ------------------------------------------------------------------ Create / edit form
 
-  const FIELDS = ['f-name', 'f-schedule', 'f-timezone', 'f-prompt', 'f-script', 'f-skills', 'f-deliver', 'f-repeat', 'f-options', 'form'];
+  const FIELDS = ['f-name', 'f-schedule', 'f-timezone', 'f-prompt', 'f-script', 'f-skills', 'f-deliver', 'f-repeat', 'f-options', 'f-guards', 'form'];
 
   function clearErrors() { for (const f of FIELDS) setError(f, ''); }
 
@@ -461,6 +461,7 @@
     if (m.includes('script') || m.includes('no_agent') || m.includes('workdir')) return 'f-script';
     if (m.includes('prompt')) return 'f-prompt';
     if (m.includes('skill')) return 'f-skills';
+    if (['overlap', 'spread', 'failure_deliver', 'max_tokens'].some((k) => m.includes(k))) return 'f-guards';
     if (m.includes('deliver')) return 'f-deliver';
     if (m.includes('repeat')) return 'f-repeat';
     if (['context_from', 'enabled_toolsets', 'provider', 'base_url', 'attach_to_session', 'model'].some((k) => m.includes(k))) return 'f-options';
@@ -477,6 +478,10 @@
     $('f-provider').value = j.provider || '';
     $('f-base-url').value = j.base_url || '';
     $('f-attach').value = j.attach_to_session === true ? 'true' : j.attach_to_session === false ? 'false' : '';
+    $('f-overlap').value = j.overlap === 'allow' ? 'allow' : 'skip';
+    $('f-spread').value = j.spread === null || j.spread === undefined ? '' : String(j.spread);
+    $('f-max-tokens').value = j.max_tokens ? String(j.max_tokens) : '';
+    $('f-failure-deliver').value = (j.failure_deliver || []).join(', ');
   }
 
   /** The form's run options, under the jobs.json names (empty clears). */
@@ -489,6 +494,10 @@
       provider: $('f-provider').value.trim() || null,
       base_url: $('f-base-url').value.trim() || null,
       attach_to_session: attach === '' ? null : attach === 'true',
+      overlap: $('f-overlap').value,
+      spread: $('f-spread').value.trim() === '' ? null : Number($('f-spread').value),
+      max_tokens: $('f-max-tokens').value.trim() === '' ? null : Number($('f-max-tokens').value),
+      failure_deliver: $('f-failure-deliver').value.split(',').map((t) => t.trim()).filter(Boolean),
     };
   }
 
@@ -794,8 +803,18 @@
       usageChart(days),
       h('p', { 'data-testid': 'usage-totals' }, `14 days: ${n(sum('turns'), 'turn')}, ${n(sum('job_runs'), 'job run')}, ${compact.format(sum('input_tokens') + sum('output_tokens'))} tokens, ${n(sum('store_requests'), 'store request')}.`),
       h('p', { 'data-testid': 'usage-estimate' }, h('strong', {}, `Estimated cost: ${usd(e.total_usd_per_month)} / month`),
-        ` (compute ${usd(e.lambda_usd_per_month)}, store ${usd(e.store_usd_per_month)})`, h('span', { class: 'sub' }, e.basis || '')),
+        ` (compute ${usd(e.lambda_usd_per_month)}, store ${usd(e.store_usd_per_month)}, model ${usd(e.model_usd_per_month)})`, h('span', { class: 'sub' }, e.basis || '')),
+      budgetLine(v.budget || {}, usd),
       h('details', {}, h('summary', {}, 'Per day'), table));
+  }
+
+  /** Today's job spend against cron.daily_budget_usd, and the jobs' max_tokens. */
+  function budgetLine(b, usd) {
+    const limit = b.daily_budget_usd ? ` of ${usd(b.daily_budget_usd)} (${usd(b.left_usd)} left)` : ' (no daily budget: cron.daily_budget_usd)';
+    const caps = (b.max_tokens || []).map((j) => `${j.name} ≤ ${compact.format(j.max_tokens)} tokens a run`);
+    const price = b.model_price ? '' : ` — ${b.model || 'the model'} has no price: set pricing.<model>`;
+    return h('p', { 'data-testid': 'usage-budget' }, h('strong', {}, `Jobs today (${b.day || 'UTC'}): ${usd(b.job_spend_usd)}${limit}`),
+      `; chats ${usd(b.chat_spend_usd)}${price}`, caps.length ? h('span', { class: 'sub' }, caps.join(' · ')) : null);
   }
 
   function renderStatus(v) {

@@ -309,3 +309,23 @@ async fn skills_written_by_the_agent_live_in_the_table() {
     let Some(ep) = endpoint().await else { return };
     crate::app::skill_tests::scenario(Arc::new(fresh(&ep).await)).await;
 }
+
+/// Failure alerts (`app::jobs::alerts`) on DynamoDB: two handles on one table are the two
+/// processes; the streak's compare-and-set is the record they share.
+#[tokio::test]
+async fn failure_alerts_hold_across_two_processes_on_dynamodb() {
+    let Some(ep) = endpoint().await else { return };
+    let store = fresh(&ep).await;
+    let second = handle(&ep, store.table()).await;
+    crate::app::jobs::alerts_tests::alerts_across_two_processes(Arc::new(store), Arc::new(second)).await;
+}
+
+/// Budgets (`app::budget`, `app::spend`) on DynamoDB: the day's job spend is one counter
+/// record both processes add to.
+#[tokio::test]
+async fn budgets_hold_across_two_processes_on_dynamodb() {
+    let Some(ep) = endpoint().await else { return };
+    let store = fresh(&ep).await;
+    let second = handle(&ep, store.table()).await;
+    crate::app::jobs::alerts_tests::budgets_across_two_processes(Arc::new(store), Arc::new(second)).await;
+}
