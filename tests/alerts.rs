@@ -93,3 +93,37 @@ async fn a_run_past_max_tokens_stops_before_the_next_model_call_and_says_so_once
     assert!(usage["budget"]["daily_budget_usd"].is_null(), "{usage}");
     assert_eq!(usage["budget"]["max_tokens"][0]["max_tokens"], 20, "{usage}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delegated_childrens_model_calls_count_toward_the_jobs_max_tokens() {
+    let llm = FakeLlm::start().await;
+    let tg = FakeTelegram::start().await;
+    let home = TempHome::new("alerts-children");
+    home.write(
+        "config.yaml",
+        &config(
+            Some(&llm),
+            Some(&tg),
+            "cron:\n  failure_deliver: [telegram:999]\ndelivery:\n  allow_targets: ['telegram:111', 'telegram:999']\n",
+        ),
+    );
+    // Each fake answer reports 10 prompt + 5 completion tokens. The parent's first call (15)
+    // delegates two tasks; the children's two calls bring the run to 45, so the parent's next
+    // call (at least 10 more) would pass 40. Uncounted children would leave the run at 15.
+    let o =
+        cli(home.path(), &["cron", "add", "every 1h", "fan out", "--name", "fan", "--deliver", "telegram:111", "--max-tokens", "40"], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    llm.push(Reply::Tool { name: "delegate_task".into(), args: json!({"tasks": [{"goal": "part A"}, {"goal": "part B"}]}) });
+    llm.push(Reply::Text("child answer".into()));
+    llm.push(Reply::Text("child answer".into()));
+    llm.push(Reply::Text("the parent's summary".into()));
+    let gw = Gateway::start(home.path(), &[]);
+    let v = run(&gw, "fan").await;
+    assert_eq!(v["run_status"], "over_budget", "{v}");
+    let reqs = llm.requests();
+    assert!(reqs.len() <= 3, "the parent's first call and at most the two children's: {}", reqs.len());
+    let parent_again = reqs.iter().any(|r| r["messages"].as_array().is_some_and(|m| m.iter().any(|m| m["role"] == "tool")));
+    assert!(!parent_again, "no parent call after the children used the budget");
+    let lines = texts_to(&tg, "111");
+    assert!(lines.len() == 1 && lines[0].contains("'fan' stopped: over budget"), "{lines:?}");
+}

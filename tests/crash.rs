@@ -516,15 +516,25 @@ impl Lane {
             let claims = v.claims.get(id).copied().unwrap_or(0);
             // At most one retry (the lanes' delays allow two, but a flaky job fails once).
             let retries = v.retry_claims.get(id).copied().unwrap_or(0);
+            // A failed one-shot's failing streak sends one alert to the job's own target (no
+            // failure_deliver): it is counted apart from the occurrence's one delivery.
+            let alert = format!("'{id}' is failing");
             let sent =
                 s.tg.iter()
-                    .filter(|(t, _)| **t == format!("echo: {prompt}") || t.contains(&format!("'{id}'")))
+                    .filter(|(t, _)| !t.contains(&alert) && (**t == format!("echo: {prompt}") || t.contains(&format!("'{id}'"))))
                     .map(|(_, n)| n)
                     .sum::<usize>();
+            let alerts = s.tg.iter().filter(|(t, _)| t.contains(&alert)).map(|(_, n)| n).sum::<usize>();
             let attempts = claims + retries;
-            if claims > 1 || retries > usize::from(prompt.contains(FAIL_ONCE)) || runs > attempts || records > attempts || sent > 1 {
+            if claims > 1
+                || retries > usize::from(prompt.contains(FAIL_ONCE))
+                || runs > attempts
+                || records > attempts
+                || sent > 1
+                || alerts > 1
+            {
                 bad.push(format!(
-                    "{ctx}: job {id} ran {runs}× (model), {claims} claims + {retries} retry claims, {records} run records, delivered {sent}×"
+                    "{ctx}: job {id} ran {runs}× (model), {claims} claims + {retries} retry claims, {records} run records, delivered {sent}×, {alerts} alerts"
                 ));
             }
         }

@@ -119,8 +119,10 @@ async fn retry_off_delivers_the_summary_at_once_and_a_paused_jobs_attempt_runs_n
     llm.push(Reply::Status(503));
     let r = fire(&gw, "off", Some(&at("off"))).await;
     assert_eq!(r["run_status"], "error", "{r}");
-    let sent = tg.wait_for(1, 10).await;
-    assert!(sent.len() == 1 && sent[0]["text"].as_str().unwrap().contains("failed"), "`retry: []`: the summary at once: {sent:?}");
+    // The summary, then the job's one failure alert (to its own target: no failure_deliver).
+    let sent = tg.wait_for(2, 10).await;
+    let text = |i: usize| sent[i]["text"].as_str().unwrap().to_string();
+    assert!(sent.len() == 2 && text(0).contains("failed") && text(1).contains("is failing"), "`retry: []`: the summary at once: {sent:?}");
     let (_, job) = gw.get("/api/jobs/off").await;
     assert!(job["job"].is_object() && job["job"]["retry_due"].is_null(), "{job}");
 
@@ -132,5 +134,5 @@ async fn retry_off_delivers_the_summary_at_once_and_a_paused_jobs_attempt_runs_n
     let r = fire(&gw, &key("paused", &paused_at, 2), None).await;
     assert_eq!(r["status"], "paused", "{r}");
     assert_eq!(llm.calls(), 2, "the paused job's attempt ran nothing");
-    assert_eq!(tg.sent().len(), 1, "nothing more delivered");
+    assert_eq!(tg.sent().len(), 2, "nothing more delivered");
 }

@@ -86,7 +86,7 @@ pub(crate) async fn alerts_across_two_processes(a: Arc<dyn Store>, b: Arc<dyn St
     let ([pa, pb], clock, llm, out) = two(a.clone(), b, YAML, now);
     put(
         &*a,
-        json!({"id": "news", "schedule": "every 1h", "prompt": "p", "deliver": "telegram:c1", "failure_deliver": "telegram:ops"}),
+        json!({"id": "news", "schedule": "every 1h", "prompt": "p", "retry": [], "deliver": "telegram:c1", "failure_deliver": "telegram:ops"}),
         now,
     )
     .await;
@@ -129,7 +129,7 @@ async fn a_success_after_a_success_reads_no_streak() {
     let counting = Arc::new(CountingStore::new(Arc::new(crate::store::sqlite::SqliteStore::in_memory().unwrap())));
     let now = Utc::now();
     let ([app, _], clock, llm, _) = two(counting.clone(), counting.clone(), YAML, now);
-    put(&*counting, json!({"id": "j", "schedule": "every 1h", "prompt": "p", "deliver": "telegram:c1"}), now).await;
+    put(&*counting, json!({"id": "j", "schedule": "every 1h", "prompt": "p", "retry": [], "deliver": "telegram:c1"}), now).await;
     assert_eq!(fire(&app, &clock, "j").await, RunOutcome::Ok);
     counting.take();
     assert_eq!(fire(&app, &clock, "j").await, RunOutcome::Ok);
@@ -164,7 +164,8 @@ pub(crate) async fn budgets_across_two_processes(a: Arc<dyn Store>, b: Arc<dyn S
     let now = Utc::now();
     let yaml = format!("{YAML}\ncron: {{daily_budget_usd: 0.30, failure_deliver: [telegram:ops]}}");
     let ([pa, pb], clock, llm, out) = two(a.clone(), b, &yaml, now);
-    put(&*a, json!({"id": "loop", "schedule": "every 1h", "prompt": "p", "deliver": "telegram:c1", "max_tokens": 250}), now).await;
+    put(&*a, json!({"id": "loop", "schedule": "every 1h", "prompt": "p", "retry": [], "deliver": "telegram:c1", "max_tokens": 250}), now)
+        .await;
     llm.tools.store(true, Ordering::SeqCst);
     assert_eq!(fire(&pa, &clock, "loop").await, RunOutcome::OverBudget);
     // 120 tokens, then 240: a third call would send at least 100 more, past 250.
@@ -179,7 +180,7 @@ pub(crate) async fn budgets_across_two_processes(a: Arc<dyn Store>, b: Arc<dyn S
     // That run spent $0.24 of the day's $0.30: the next run (the other process) may make its
     // first call ($0.36 then), the one after may not.
     llm.tools.store(false, Ordering::SeqCst);
-    put(&*a, json!({"id": "daily", "schedule": "every 1h", "prompt": "p", "deliver": "telegram:c2"}), clock.now()).await;
+    put(&*a, json!({"id": "daily", "schedule": "every 1h", "prompt": "p", "retry": [], "deliver": "telegram:c2"}), clock.now()).await;
     assert_eq!(fire(&pb, &clock, "daily").await, RunOutcome::Ok);
     assert_eq!(llm.calls.load(Ordering::SeqCst), 3);
     assert_eq!(fire(&pa, &clock, "daily").await, RunOutcome::OverBudget);

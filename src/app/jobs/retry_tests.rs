@@ -235,7 +235,11 @@ async fn retry_off_or_a_permanent_failure_delivers_the_summary_at_once() {
         assert_eq!(ran(&r).status, RunOutcome::Error, "{extra} {status}");
         assert!(job(&k).await.retry_due.is_none(), "{extra} {status}: no retry");
         let sent = k.outbox.sent();
-        assert!(sent.len() == 1 && sent[0].contains("failed"), "{extra} {status}: the summary at once: {sent:?}");
+        // The summary, then the job's one failure alert (to its own targets: no failure_deliver).
+        assert!(
+            sent.len() == 2 && sent[0].contains("failed") && sent[1].contains("is failing"),
+            "{extra} {status}: the summary and the alert at once: {sent:?}"
+        );
     }
 }
 
@@ -251,7 +255,11 @@ async fn the_summary_comes_after_the_last_attempt_and_the_ticker_fires_attempts(
         assert_eq!(k.app.tick_jobs(true).await.unwrap(), 1, "the ticker fires attempt {attempt}");
     }
     let sent = k.outbox.sent();
-    assert!(sent.len() == 1 && sent[0].contains("failed"), "one summary, after attempt 3: {sent:?}");
+    // One summary and the job's one failure alert, both only after the last attempt.
+    assert!(
+        sent.len() == 2 && sent[0].contains("failed") && sent[1].contains("is failing"),
+        "one summary and one alert, after attempt 3: {sent:?}"
+    );
     let mut attempts: Vec<u32> = k.store.list_runs("j", 10).await.unwrap().iter().map(|r| r.attempt).collect();
     attempts.sort_unstable();
     assert_eq!(attempts, [1, 2, 3]);

@@ -276,9 +276,14 @@ impl App {
             *prior.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = read.as_ref().map(|j| j.last_status);
             let mut next = read.as_ref().map_or(claimed.next_run_at, |j| j.next_run_at);
             let job = read.and_then(|mut j| {
+                let before = (j.last_status, j.last_error.clone());
                 let owned = j.finish_claimed(claimed.running.as_ref(), status, error.clone(), now);
                 if owned && tail.retry.is_some() {
-                    // The occurrence is not over: its next attempt is pending on the job.
+                    // The occurrence is not over: its next attempt is pending on the job, and
+                    // the job's status stays its last finished occurrence's (an attempt that
+                    // plans another is no failure of the job yet: the failing streak, read only
+                    // after a failing status, keeps its cost; docs/design/jobs.md#retry).
+                    (j.last_status, j.last_error) = before;
                     j.retry_due = tail.retry.clone();
                     if j.state == JobState::Completed {
                         j.state = JobState::Scheduled;

@@ -75,6 +75,11 @@ impl TurnHooks for Hooks<'_> {
         let mut out = ChildOutcome::default();
         let mut repeats = RepeatGuard::default();
         for _ in 0..task.max_iterations {
+            // A child's calls are the job's calls: it stops where the parent would (`app::budget`).
+            if let Err(e) = crate::app::budget::before_call() {
+                out.error = Some(e);
+                return out;
+            }
             let req = ChatRequest { messages: prompt.clone(), tools: specs.clone(), model: self.model.clone(), route: self.route.clone() };
             let resp = match app.inner.llm.complete(&req).await {
                 Ok(r) => r,
@@ -87,6 +92,7 @@ impl TurnHooks for Hooks<'_> {
             out.input_tokens += resp.input_tokens;
             out.output_tokens += resp.output_tokens;
             self.add_usage(resp.input_tokens, resp.output_tokens);
+            app.charge_call(&resp.model, self.model.as_deref(), resp.input_tokens, resp.output_tokens);
             out.model = (!resp.model.is_empty()).then(|| resp.model.clone());
             if resp.tool_calls.is_empty() {
                 out.summary = Some(resp.content);
