@@ -23,6 +23,13 @@ fn texts_to(tg: &FakeTelegram, chat: &str) -> Vec<String> {
         .collect()
 }
 
+/// A home whose jobs deliver to chat 111 and whose failure alerts go to chat 999, so a run's
+/// own line is alone at 111.
+fn budget_home(home: &TempHome, llm: &FakeLlm, tg: &FakeTelegram) {
+    let extra = "cron:\n  failure_deliver: [telegram:999]\ndelivery:\n  allow_targets: ['telegram:111', 'telegram:999']\n";
+    home.write("config.yaml", &config(Some(llm), Some(tg), extra));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_failures_then_a_success_across_two_serve_processes_alert_once_and_recover_once() {
     let llm = FakeLlm::start().await;
@@ -60,14 +67,7 @@ async fn a_run_past_max_tokens_stops_before_the_next_model_call_and_says_so_once
     let llm = FakeLlm::start().await;
     let tg = FakeTelegram::start().await;
     let home = TempHome::new("alerts-budget");
-    home.write(
-        "config.yaml",
-        &config(
-            Some(&llm),
-            Some(&tg),
-            "cron:\n  failure_deliver: [telegram:999]\ndelivery:\n  allow_targets: ['telegram:111', 'telegram:999']\n",
-        ),
-    );
+    budget_home(&home, &llm, &tg);
     // Each fake answer reports 10 prompt + 5 completion tokens: after the first call (15), a
     // second (at least 10 more) would pass 20.
     let o =
@@ -99,14 +99,7 @@ async fn delegated_childrens_model_calls_count_toward_the_jobs_max_tokens() {
     let llm = FakeLlm::start().await;
     let tg = FakeTelegram::start().await;
     let home = TempHome::new("alerts-children");
-    home.write(
-        "config.yaml",
-        &config(
-            Some(&llm),
-            Some(&tg),
-            "cron:\n  failure_deliver: [telegram:999]\ndelivery:\n  allow_targets: ['telegram:111', 'telegram:999']\n",
-        ),
-    );
+    budget_home(&home, &llm, &tg);
     // Each fake answer reports 10 prompt + 5 completion tokens. The parent's first call (15)
     // delegates two tasks; the children's two calls bring the run to 45, so the parent's next
     // call (at least 10 more) would pass 40. Uncounted children would leave the run at 15.
