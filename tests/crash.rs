@@ -3,9 +3,9 @@
 //! Six lanes, each with its own home (half in `busy_input_mode: queue`, half in the default
 //! `interrupt`), restart the real binary again and again. Each run draws, from the seed, a
 //! workload (chat messages to the Telegram webhook and `POST /api/messages`, a burst of
-//! messages to one busy key, or a clock jump that makes one-shot jobs due or missed) and a
-//! crash `HERMES_CRASH_AT=<point>#<n>`: abort on the n-th time the process reaches the named
-//! point. A run whose point is not reached within its time is SIGKILLed instead (counted as
+//! messages to one busy key, a clock jump that makes one-shot jobs due or missed, or one that
+//! lands just before a minute so the slow job overlaps itself) and a crash
+//! `HERMES_CRASH_AT=<point>#<n>`: abort on the n-th time the process reaches the named point. A run whose point is not reached within its time is SIGKILLed instead (counted as
 //! `kills`, not as a crash). Lanes stop after `MIN_CRASHES / LANES` aborts each; then every lane
 //! starts once more without a crash point and must drain everything. Lanes run with
 //! `session_reset: none` and `restart_loop_threshold: 1000`, so neither a reset nor the loop
@@ -33,7 +33,20 @@
 //!   model fails their first call (503), so their first attempt fails with no effect and a
 //!   retry attempt (`retry~<job>~<fire_at>~2`, its own claim, fired by the ticker once a later
 //!   run's clock jump makes it due) runs them again: retries are in the workload and the
-//!   occurrence is still delivered at most once.
+//!   occurrence is still delivered at most once. A failure alert or a "recovered" line
+//!   (one per failing streak, issue #30) is not a delivery of the occurrence; a one-shot gets
+//!   at most one alert.
+//! - **Overlap: a skipped occurrence runs nothing.** Each lane also has a slow recurring job
+//!   (`s<lane>`, `* * * * *`, `overlap: skip` by default) whose prompt the fake model answers
+//!   only after [`SLOW_MS`]. An `Overlap` run jumps the clock to just before a minute, so the
+//!   first tick runs the job's overdue occurrence and the tick after the minute finds that
+//!   run still running: the new occurrence is claimed and recorded `skipped`. A `skipped` run
+//!   record has its claim `skipped`, no session (so no model call) and nothing delivered; a
+//!   `skipped` claim has its record; every occurrence has at most one run record; the slow
+//!   job's prompt reaches the model, and its answer Telegram, at most once per claim not
+//!   skipped, and it is never retried. A job is `running` exactly while it has a running
+//!   mark (a crash mid-run leaves both; the next start's recovery clears both), and at the
+//!   end no mark is left. The summary prints how many occurrences were skipped by overlap.
 //!
 //! Prints `seed=S` first and `crashes=N violations=V seed=S` last; replay with
 //! `HZ_CRASH_SEED=S` (the schedule of each lane is a pure function of the seed; timing between
@@ -61,6 +74,12 @@ const MIN_CRASHES: usize = 200;
 const MAX_RUNS: usize = 200;
 /// Chat keys per lane (Telegram chats and API chats alike).
 const CHATS: usize = 3;
+/// Marks the prompt of each lane's slow job (`s<lane>`, every minute): the fake model answers
+/// it after [`SLOW_MS`], so a run of it is still running when its next occurrence comes due.
+const SLOW: &str = "[slow]";
+const SLOW_MS: u64 = 2500;
+/// An overlap run starts this many seconds (plus the lane's mean startup) before a minute.
+const LEAD_SECS: f64 = 2.0;
 
 const CHAT_POINTS: &[&str] =
     &["turn:user_stored", "turn:model_answered", "turn:answer_stored", "turn:reply_delivered", "turn:released", "wake:leased"];
@@ -84,6 +103,9 @@ enum Work {
     Chat,
     Busy,
     Fire,
+    /// A fire whose clock lands just before a minute, so the slow job's occurrence comes due
+    /// while its previous run still runs.
+    Overlap,
 }
 
 /// One run's draw.
@@ -115,6 +137,8 @@ struct Lane {
     offset: i64,
     msgs: Vec<Msg>,
     jobs: Vec<String>,
+    /// Whether the slow job is in the store.
+    slow: bool,
     next: u64,
     /// Extra answers allowed per user text (crashes inside the at-least-once window).
     allow: HashMap<String, usize>,
@@ -162,6 +186,12 @@ struct View {
     /// Claims of retry attempts, by job.
     retry_claims: HashMap<String, usize>,
     running_jobs: Vec<String>,
+    /// Every claim (retry attempts too): (job id or retry key, fire_at, status).
+    claim_rows: Vec<(String, i64, String)>,
+    /// Every run record.
+    run_docs: Vec<Value>,
+    /// Every job: (id, state is `running`, has a running mark).
+    marks: Vec<(String, bool, bool)>,
 }
 
 fn view(home: &Path) -> View {
@@ -183,12 +213,15 @@ fn view(home: &Path) -> View {
         v.transcripts.entry(sid).or_default().push((role, m["content"].as_str().unwrap_or("").to_string()));
     }
     v.queued = docs("SELECT session_key, doc FROM queue_items").into_iter().map(|(_, d)| d["text"].as_str().unwrap().to_string()).collect();
-    for (job, _) in docs("SELECT job_id, doc FROM runs") {
+    for (job, doc) in docs("SELECT job_id, doc FROM runs") {
         *v.runs.entry(job).or_default() += 1;
+        v.run_docs.push(doc);
     }
-    let mut st = c.prepare("SELECT job_id FROM claims").unwrap();
-    for job in st.query_map([], |r| r.get::<_, String>(0)).unwrap() {
-        let job = job.unwrap();
+    let mut st = c.prepare("SELECT job_id, fire_at, status FROM claims").unwrap();
+    for row in st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?))).unwrap() {
+        let row = row.unwrap();
+        let job = row.0.clone();
+        v.claim_rows.push(row);
         // A retry attempt's claim: `retry~<job_id>~<fire_at>~<n>`.
         match job.strip_prefix("retry~").and_then(|k| k.split('~').next()) {
             Some(base) => *v.retry_claims.entry(base.to_string()).or_default() += 1,
@@ -196,7 +229,9 @@ fn view(home: &Path) -> View {
         }
     }
     drop(st);
-    v.running_jobs = docs("SELECT id, doc FROM jobs").into_iter().filter(|(_, d)| d["state"] == "running").map(|(id, _)| id).collect();
+    let jobs = docs("SELECT id, doc FROM jobs");
+    v.running_jobs = jobs.iter().filter(|(_, d)| d["state"] == "running").map(|(id, _)| id.clone()).collect();
+    v.marks = jobs.into_iter().map(|(id, d)| (id, d["state"] == "running", !d["running"].is_null())).collect();
     v
 }
 
@@ -211,6 +246,16 @@ fn unanswered(t: &[(String, String)]) -> Vec<String> {
 fn job_prompt(id: &str) -> String {
     let n: u64 = id.rsplit('-').next().and_then(|n| n.parse().ok()).unwrap_or(0);
     if n.is_multiple_of(3) { format!("job-{} {FAIL_ONCE}", &id[1..]) } else { format!("job-{}", &id[1..]) }
+}
+
+/// The id of the lane's slow recurring job.
+fn slow_id(lane: usize) -> String {
+    format!("s{lane}")
+}
+
+/// The prompt of the lane's slow job: the fake model answers it after [`SLOW_MS`].
+fn slow_prompt(lane: usize) -> String {
+    format!("slow-{lane} {SLOW}")
 }
 
 fn tg_chat(lane: usize, chat: usize) -> i64 {
@@ -294,7 +339,7 @@ impl Lane {
         let fifo = id.is_multiple_of(2);
         let home = TempHome::new(&format!("crash{id}"));
         let extra = format!(
-            "cron:\n  tick_interval_seconds: 1\n  wrap_response: false\n  retry:\n    delays: [30, 60]\nagent:\n  api_max_retries: 1\nsession_reset:\n  mode: none\nrestart_loop_threshold: 1000\nbusy_input_mode: {}\ndelivery:\n  allow_targets: [\"telegram:{}\"]\n",
+            "timezone: UTC\ncron:\n  tick_interval_seconds: 1\n  wrap_response: false\n  retry:\n    delays: [30, 60]\nagent:\n  api_max_retries: 1\nsession_reset:\n  mode: none\nrestart_loop_threshold: 1000\nbusy_input_mode: {}\ndelivery:\n  allow_targets: [\"telegram:{}\"]\n",
             if fifo { "queue" } else { "interrupt" },
             tg_chat(id, 9)
         );
@@ -309,6 +354,7 @@ impl Lane {
             offset: 0,
             msgs: Vec::new(),
             jobs: Vec::new(),
+            slow: false,
             next: 0,
             allow: HashMap::new(),
             windows: Default::default(),
@@ -325,25 +371,26 @@ impl Lane {
 
     fn plan(&mut self) -> Plan {
         let r = &mut self.rng;
-        let work = match r.random_range(0..10) {
-            0..=3 => Work::Chat,
-            4..=6 => Work::Busy,
-            _ => Work::Fire,
+        let work = match r.random_range(0..20) {
+            0..=7 => Work::Chat,
+            8..=13 => Work::Busy,
+            14..=17 => Work::Fire,
+            _ => Work::Overlap,
         };
         let points = match work {
             Work::Chat => CHAT_POINTS,
             Work::Busy if self.fifo => FIFO_POINTS,
             Work::Busy => SLOT_POINTS,
-            Work::Fire => FIRE_POINTS,
+            Work::Fire | Work::Overlap => FIRE_POINTS,
         };
         let point = points[r.random_range(0..points.len())];
         let hit = match work {
-            Work::Busy => r.random_range(1..=3),
+            Work::Busy | Work::Overlap => r.random_range(1..=3),
             _ if r.random_bool(0.7) => 1,
             _ => 2,
         };
         let bump = match work {
-            Work::Fire => r.random_range(61..=200),
+            Work::Fire | Work::Overlap => r.random_range(61..=200),
             _ => r.random_range(0..=2),
         };
         let new_jobs = if r.random_bool(0.6) { r.random_range(1..=2) } else { 0 };
@@ -353,7 +400,7 @@ impl Lane {
                 let (tg, chat) = (r.random_bool(0.7), r.random_range(0..CHATS));
                 vec![(tg, chat); r.random_range(3..=5)]
             }
-            Work::Fire => (0..r.random_range(0..=1)).map(|_| (r.random_bool(0.5), r.random_range(0..CHATS))).collect(),
+            Work::Fire | Work::Overlap => (0..r.random_range(0..=1)).map(|_| (r.random_bool(0.5), r.random_range(0..CHATS))).collect(),
         };
         Plan { work, point, hit, bump, new_jobs, msgs }
     }
@@ -372,6 +419,12 @@ impl Lane {
             sends.push((i, tokio::spawn(send(http, base, self.id, m.n, text, m.tg, m.chat))));
         }
         let mut creates = Vec::new();
+        if !self.slow {
+            // Until it is stored (a crash may beat the create; a second create answers 400).
+            let body = json!({"id": slow_id(self.id), "schedule": "* * * * *", "prompt": slow_prompt(self.id),
+                "deliver": format!("telegram:{}", tg_chat(self.id, 9))});
+            self.http.post(format!("{base}/api/jobs")).bearer_auth(API_KEY).json(&body).send().await.ok();
+        }
         for _ in 0..plan.new_jobs {
             self.next += 1;
             let id = format!("j{}-{}", self.id, self.next);
@@ -402,6 +455,15 @@ impl Lane {
         let plan = self.plan();
         self.runs += 1;
         self.offset += plan.bump;
+        if matches!(plan.work, Work::Overlap) {
+            // Land the lane's clock LEAD_SECS (plus the mean startup) before a minute: the
+            // first tick runs the slow job's overdue occurrence with the next one, the minute,
+            // only a second or two away, and the tick after the minute finds the run running.
+            let mean = self.startup.as_secs_f64() / self.runs as f64;
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
+            let at = (now + self.offset as f64 + LEAD_SECS + mean).rem_euclid(60.0);
+            self.offset += (60.0 - at).floor() as i64;
+        }
         let crash = format!("{}#{}", plan.point, plan.hit);
         let t = Instant::now();
         let (mut child, base) = start(self.home.path(), self.offset, Some(&crash)).await;
@@ -415,6 +477,8 @@ impl Lane {
             Work::Chat => 350,
             Work::Busy => 600,
             Work::Fire => 1900,
+            // The first tick (1 s), then the slow run (SLOW_MS) with the skip beside it.
+            Work::Overlap => 1000 + SLOW_MS + 300,
         });
         let until = (started + linger).max(Instant::now() + Duration::from_millis(150));
         match exited(&mut child, until).await {
@@ -444,6 +508,9 @@ impl Lane {
         while self.msgs.iter().any(|m| !m.acked) && Instant::now() < deadline {
             self.workload(&base, &plan).await;
         }
+        // Past the first tick, so a due job (the slow one often is) runs and is waited for
+        // rather than killed in flight.
+        tokio::time::sleep(Duration::from_millis(1200)).await;
         loop {
             let v = view(self.home.path());
             let busy = v
@@ -516,15 +583,13 @@ impl Lane {
             let claims = v.claims.get(id).copied().unwrap_or(0);
             // At most one retry (the lanes' delays allow two, but a flaky job fails once).
             let retries = v.retry_claims.get(id).copied().unwrap_or(0);
-            // A failed one-shot's failing streak sends one alert to the job's own target (no
-            // failure_deliver): it is counted apart from the occurrence's one delivery.
-            let alert = format!("'{id}' is failing");
-            let sent =
-                s.tg.iter()
-                    .filter(|(t, _)| !t.contains(&alert) && (**t == format!("echo: {prompt}") || t.contains(&format!("'{id}'"))))
-                    .map(|(_, n)| n)
-                    .sum::<usize>();
-            let alerts = s.tg.iter().filter(|(t, _)| t.contains(&alert)).map(|(_, n)| n).sum::<usize>();
+            // A failure alert (issue #30) is one more message per failing streak, not a
+            // delivery of the occurrence: a one-shot has one streak, so at most one alert.
+            let named = |t: &str| t.contains(&format!("'{id}'"));
+            let alert = |t: &str| t.starts_with("🚨 Scheduled job '") || t.starts_with("✅ Scheduled job '");
+            let count = |f: &dyn Fn(&str) -> bool| s.tg.iter().filter(|(t, _)| f(t)).map(|(_, n)| n).sum::<usize>();
+            let sent = count(&|t| t == format!("echo: {prompt}") || (named(t) && !alert(t)));
+            let alerts = count(&|t| named(t) && alert(t));
             let attempts = claims + retries;
             if claims > 1
                 || retries > usize::from(prompt.contains(FAIL_ONCE))
@@ -538,8 +603,16 @@ impl Lane {
                 ));
             }
         }
+        self.slow |= v.marks.iter().any(|(id, _, _)| *id == slow_id(self.id));
+        bad.extend(self.check_overlap(ctx, &v, &s));
         if strict && !v.running_jobs.is_empty() {
             bad.push(format!("{ctx}: jobs still running: {:?}", v.running_jobs));
+        }
+        for (id, state, mark) in &v.marks {
+            // A crash mid-run leaves both; recovery clears both (the final run's startup sweep).
+            if state != mark || (strict && *mark) {
+                bad.push(format!("{ctx}: job {id} running={state} with running mark={mark}"));
+            }
         }
         // Report each problem once (later checks see the same state again).
         for b in bad {
@@ -548,6 +621,76 @@ impl Lane {
                 self.violations.push(b);
             }
         }
+    }
+}
+
+impl Lane {
+    /// The overlap invariants: every occurrence has at most one run record; a `skipped` one has
+    /// its claim `skipped`, no session (so no model call) and nothing delivered; the slow
+    /// job's prompt reached the model, and its answer Telegram, at most once per claim that
+    /// was not skipped (a crash between a skip's claim and its record leaves it `claimed`).
+    fn check_overlap(&self, ctx: &str, v: &View, s: &Seen) -> Vec<String> {
+        let mut bad = Vec::new();
+        let mut per_occ: HashMap<(String, String, u64), usize> = HashMap::new();
+        for r in &v.run_docs {
+            let key = (
+                r["job_id"].as_str().unwrap_or("").to_string(),
+                r["fire_at"].as_str().unwrap_or("").to_string(),
+                r["attempt"].as_u64().unwrap_or(1),
+            );
+            *per_occ.entry(key).or_default() += 1;
+        }
+        for ((job, at, attempt), n) in per_occ.iter().filter(|(_, n)| **n > 1) {
+            bad.push(format!("{ctx}: occurrence {job}@{at} attempt {attempt} has {n} run records"));
+        }
+        let claim_status = |job: &str, at: i64| v.claim_rows.iter().find(|(j, t, _)| j == job && *t == at).map(|(_, _, st)| st.as_str());
+        for r in &v.run_docs {
+            let (job, at) = (r["job_id"].as_str().unwrap_or(""), r["fire_at"].as_str().unwrap_or(""));
+            let t = chrono::DateTime::parse_from_rfc3339(at).map(|t| t.timestamp()).unwrap_or(0);
+            // The session a run of this occurrence would have (the lanes' timezone is UTC).
+            let session = format!("cron_{job}_{}", chrono::DateTime::from_timestamp(t, 0).unwrap().format("%Y%m%d_%H%M%S"));
+            if r["status"] != "skipped" {
+                // Keeps the name above honest: a first attempt that ran has that session.
+                if r["attempt"] == 1 && r["trigger"] == "ticker" && r["session_id"] != "" && r["session_id"] != session.as_str() {
+                    bad.push(format!("{ctx}: run of {job}@{at} has session {} (expected {session})", r["session_id"]));
+                }
+                continue;
+            }
+            if claim_status(job, t) != Some("skipped") || r["session_id"] != "" || v.transcripts.contains_key(&session) {
+                bad.push(format!(
+                    "{ctx}: skipped {job}@{at} has claim {:?}, session {} (stored: {})",
+                    claim_status(job, t),
+                    r["session_id"],
+                    v.transcripts.contains_key(&session)
+                ));
+            }
+        }
+        for (job, at, _) in v.claim_rows.iter().filter(|(_, _, st)| st == "skipped") {
+            let at = chrono::DateTime::from_timestamp(*at, 0).unwrap();
+            let recorded = v.run_docs.iter().any(|r| {
+                r["job_id"] == job.as_str()
+                    && r["status"] == "skipped"
+                    && r["fire_at"].as_str().and_then(|f| chrono::DateTime::parse_from_rfc3339(f).ok()).is_some_and(|f| f == at)
+            });
+            if !recorded {
+                bad.push(format!("{ctx}: claim {job}@{at} is skipped with no skipped run record"));
+            }
+        }
+        let (id, prompt) = (slow_id(self.id), slow_prompt(self.id));
+        let retry = format!("retry~{id}~");
+        let claims: Vec<&str> = v
+            .claim_rows
+            .iter()
+            .filter(|(j, _, _)| *j == id || j.starts_with(&retry))
+            .map(|(j, _, st)| if j.starts_with(&retry) { "retry" } else { st.as_str() })
+            .collect();
+        let ran = claims.iter().filter(|st| **st != "skipped").count();
+        let calls = s.prompts.iter().filter(|(p, _)| p.contains(&prompt)).map(|(_, n)| n).sum::<usize>();
+        let sent = s.tg.iter().filter(|(t, _)| t.starts_with("echo: ") && t.contains(&prompt)).map(|(_, n)| n).sum::<usize>();
+        if claims.contains(&"retry") || calls > ran || sent > ran {
+            bad.push(format!("{ctx}: slow job {id}: claims {claims:?}, {calls} model calls, {sent} answers on Telegram"));
+        }
+        bad
     }
 }
 
@@ -562,6 +705,7 @@ async fn seeded_random_crashes_keep_the_invariants() {
     let t0 = Instant::now();
     let llm = FakeLlm::start().await;
     llm.set_delay(60);
+    llm.slow_when(SLOW_MS, |r| last_user(r).contains(SLOW));
     let tg = FakeTelegram::start().await;
     // HZ_CRASH_MIN raises (or, to debug, lowers) the number of crashes.
     let min: usize = std::env::var("HZ_CRASH_MIN").ok().and_then(|s| s.parse().ok()).unwrap_or(MIN_CRASHES);
@@ -610,9 +754,13 @@ async fn seeded_random_crashes_keep_the_invariants() {
     // Retries are in the workload: flaky jobs' failed first attempts were retried.
     let retried: usize = lanes.iter().map(|l| view(l.home.path()).retry_claims.values().sum::<usize>()).sum();
     let claimed: usize = lanes.iter().map(|l| view(l.home.path()).claims.values().sum::<usize>()).sum();
-    println!("occurrences claimed={claimed} retry attempts claimed={retried}");
+    // Overlap is in the workload: slow jobs' occurrences came due while a run still ran.
+    let skipped: usize = lanes.iter().map(|l| view(l.home.path()).run_docs.iter().filter(|r| r["status"] == "skipped").count()).sum();
+    let slow_calls: usize = llm.requests().iter().filter(|r| last_user(r).contains(SLOW)).count();
+    println!("occurrences claimed={claimed} retry attempts claimed={retried} skipped by overlap={skipped} slow runs={slow_calls}");
     println!("crashes={crashes} violations={} seed={seed}", violations.len());
     assert!(retried > 0 || min < MIN_CRASHES, "no retry attempt ran (seed={seed})");
+    assert!(skipped > 0 || min < MIN_CRASHES, "no occurrence was skipped by overlap (seed={seed})");
     assert!(violations.is_empty(), "{} violations (seed={seed}); see VIOLATION lines", violations.len());
     assert!(crashes >= min, "only {crashes} crashes in {runs} runs (seed={seed})");
 }

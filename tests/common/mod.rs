@@ -95,6 +95,9 @@ pub struct LlmInner {
     /// Answer requests that ask for `stream: true` as OpenAI's SSE chunks (see
     /// [`FakeLlm::stream_when_asked`]).
     pub sse: bool,
+    /// Delays the requests it matches by this many ms instead of `delay_ms` (see
+    /// [`FakeLlm::slow_when`]).
+    pub slow: Option<(u64, LlmMatcher)>,
 }
 
 /// A fake OpenAI-compatible `/v1/chat/completions`. Without a script it echoes the last
@@ -143,6 +146,11 @@ impl FakeLlm {
     pub fn hold_until(&self, n: usize, when: impl Fn(&Value) -> bool + Send + Sync + 'static) {
         self.inner.lock().unwrap().gate = Some((n, Arc::new(when)));
     }
+    /// Answers the requests `when` matches only after `ms` (instead of the common delay), so
+    /// one job's run can be slower than its period while every other request stays fast.
+    pub fn slow_when(&self, ms: u64, when: impl Fn(&Value) -> bool + Send + Sync + 'static) {
+        self.inner.lock().unwrap().slow = Some((ms, Arc::new(when)));
+    }
     /// The most gated requests that were in flight at once.
     pub fn peak_in_flight(&self) -> usize {
         self.inner.lock().unwrap().gated.2
@@ -178,7 +186,8 @@ async fn llm_handler(State(inner): State<Arc<Mutex<LlmInner>>>, headers: axum::h
         g.requests.push(body.clone());
         g.auth.push(headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_string));
         let routed = g.router.clone().and_then(|f| f(&body));
-        (routed.or_else(|| g.script.pop_front()), g.delay_ms, g.sse && body["stream"] == true)
+        let delay = g.slow.as_ref().filter(|(_, when)| when(&body)).map_or(g.delay_ms, |(ms, _)| *ms);
+        (routed.or_else(|| g.script.pop_front()), delay, g.sse && body["stream"] == true)
     };
     if delay > 0 {
         tokio::time::sleep(Duration::from_millis(delay)).await;
