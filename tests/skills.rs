@@ -23,7 +23,8 @@ fn tool_results(req: &Value) -> Vec<String> {
     req["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "tool").map(|m| m["content"].as_str().unwrap().to_string()).collect()
 }
 
-#[tokio::test]
+// Two workers: the fake model answers while a `cron tick` child process waits for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_skill_made_in_chat_is_in_the_next_sessions_index_and_used_by_a_job() {
     let llm = FakeLlm::start().await;
     let home = TempHome::new("skills-e2e");
@@ -77,6 +78,28 @@ async fn a_skill_made_in_chat_is_in_the_next_sessions_index_and_used_by_a_job() 
     assert_eq!(r.json::<Value>().await.unwrap()["status"], "ok");
     let prompt = last_user(llm.requests().last().unwrap());
     assert!(prompt.starts_with("# Skill: news-digest\n\n---\nname: news-digest") && prompt.contains("Run the digest."), "{prompt}");
+
+    // The next morning (a manual clock: the process's clock set past 08:00), the ticker runs a
+    // morning job bound to the skill made in chat.
+    #[cfg(feature = "testing")] // HERMES_CLOCK_OFFSET_SECS
+    {
+        // The hourly job above would be due too: only the morning job is left.
+        assert!(cli(home.path(), &["cron", "remove", "digest"], &[]).status.success());
+        let o = cli(home.path(), &["cron", "add", "0 8 * * *", "Morning digest.", "--name", "morning", "--skill", "news-digest"], &[]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let now = chrono::Utc::now();
+        let today = now.date_naive().and_hms_opt(8, 1, 0).unwrap().and_utc();
+        let morning = if today > now { today } else { today + chrono::Duration::days(1) };
+        let offset = (morning - now).num_seconds().to_string();
+        let calls = llm.calls();
+        let o = cli(home.path(), &["cron", "tick"], &[("HERMES_CLOCK_OFFSET_SECS", offset.as_str())]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(llm.calls(), calls + 1, "the morning job ran once");
+        let prompt = last_user(llm.requests().last().unwrap());
+        assert!(prompt.starts_with("# Skill: news-digest") && prompt.contains("Morning digest."), "{prompt}");
+        let runs: Value = serde_json::from_str(&stdout(&cli(home.path(), &["cron", "runs", "morning", "--json"], &[]))).unwrap();
+        assert_eq!((runs[0]["trigger"].as_str(), runs[0]["status"].as_str()), (Some("ticker"), Some("ok")), "{runs}");
+    }
 
     // The CLI sees the store's skill and the folder's.
     let o = cli(home.path(), &["skills", "list", "--json"], &[]);
