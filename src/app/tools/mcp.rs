@@ -342,30 +342,31 @@ async fn refresh(app: &App, server: &Arc<Server>) -> Result<Vec<McpTool>, McpErr
     refresh_with(app, server, conn.as_ref()).await
 }
 
-/// Replaces the server's registered tools with `tools`.
+/// Replaces the server's registered tools with `tools`, in one step: a turn or a status read
+/// meanwhile sees the old list or the new one, never none.
 fn register(app: &App, server: &Arc<Server>, tools: &[McpTool], fetched_at: DateTime<Utc>) {
-    let old = std::mem::take(&mut server.live().registered);
-    for name in &old {
-        app.inner.tools.unregister(name);
-    }
-    let mut registered = Vec::with_capacity(tools.len());
-    for t in tools {
-        let name = tool_name(&server.name, &t.name);
-        let description =
-            if t.description.trim().is_empty() { format!("MCP tool {} from {}", t.name, server.name) } else { t.description.clone() };
-        let handle = McpToolHandle {
-            server: server.clone(),
-            name: name.clone(),
-            remote: t.name.clone(),
-            description,
-            schema: normalize_schema(&t.input_schema),
-        };
-        match app.inner.tools.register(Arc::new(handle)) {
-            Ok(()) => registered.push(name),
+    let mut live = server.live();
+    let handles: Vec<Arc<dyn Tool>> = tools
+        .iter()
+        .map(|t| {
+            let description =
+                if t.description.trim().is_empty() { format!("MCP tool {} from {}", t.name, server.name) } else { t.description.clone() };
+            Arc::new(McpToolHandle {
+                server: server.clone(),
+                name: tool_name(&server.name, &t.name),
+                remote: t.name.clone(),
+                description,
+                schema: normalize_schema(&t.input_schema),
+            }) as Arc<dyn Tool>
+        })
+        .collect();
+    let mut registered = Vec::with_capacity(handles.len());
+    for added in app.inner.tools.replace(&live.registered, handles) {
+        match added {
+            Ok(name) => registered.push(name),
             Err(e) => tracing::warn!(server = %server.name, error = %e, "MCP tool not offered"),
         }
     }
-    let mut live = server.live();
     live.registered = registered;
     live.fetched_at = Some(fetched_at);
 }

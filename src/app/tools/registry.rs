@@ -40,6 +40,24 @@ impl ToolRegistry {
         tools.len() != before
     }
 
+    /// Swaps the tools called `old` for `new` under one lock, so no turn or status read sees
+    /// the set half-replaced (an MCP server's refreshed list). Each new tool whose name another
+    /// tool still holds is refused; returns the names that were added.
+    pub fn replace(&self, old: &[String], new: Vec<Arc<dyn Tool>>) -> Vec<Result<String, DuplicateTool>> {
+        let mut tools = self.tools.write().unwrap_or_else(PoisonError::into_inner);
+        tools.retain(|t| !old.iter().any(|o| o == t.name()));
+        new.into_iter()
+            .map(|tool| {
+                if tools.iter().any(|t| t.name() == tool.name()) {
+                    return Err(DuplicateTool(tool.name().to_string()));
+                }
+                let name = tool.name().to_string();
+                tools.push(tool);
+                Ok(name)
+            })
+            .collect()
+    }
+
     /// The names of all registered tools, in order.
     pub fn names(&self) -> Vec<String> {
         self.tools.read().unwrap_or_else(PoisonError::into_inner).iter().map(|t| t.name().to_string()).collect()
