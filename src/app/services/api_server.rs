@@ -1,6 +1,6 @@
 //! [`ApiServer`]: what the OpenAI-compatible routes (CONTRACT §15) do with the app.
 
-use crate::app::api_server::{ApiTurn, StoredResponse};
+use crate::app::api_server::{ApiSession, ApiTurn, StoredResponse};
 use crate::app::{App, AppError, Outcome};
 use crate::ports::StreamTarget;
 use std::sync::Arc;
@@ -24,6 +24,12 @@ impl ApiServer {
     /// context); its reply streams into `sink` when one is handed.
     pub async fn turn(&self, turn: ApiTurn, sink: Option<Arc<dyn StreamTarget>>) -> Result<Outcome, AppError> {
         self.app.api_turn(turn, sink).await
+    }
+
+    /// The session `/api/sessions/{id}` names: a conversation id of ours, else a Hermes
+    /// session id of the API server; `None` when neither names one.
+    pub async fn session(&self, id: &str) -> Result<Option<ApiSession>, AppError> {
+        self.app.api_session(id).await
     }
 
     /// The model name `/v1/models` and `/v1/capabilities` advertise.
