@@ -500,7 +500,7 @@ pub fn run(cli: Cli) -> ExitCode {
     if let Some(root) = &cfg.store_home {
         crate::runtime::private::secure_home(root, std::path::Path::new(&cfg.settings.store.path));
     }
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match crate::runtime::process::async_runtime() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("hermes-zero: cannot start the async runtime: {e}");

@@ -23,7 +23,11 @@ pub async fn dispatch(cmd: Command, home: PathBuf, cfg: Loaded) -> anyhow::Resul
             runtime::serve::run(listener, wired, runtime::serve::shutdown_signal(), idle_exit, polling).await?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Chat => chat(runtime::wire(&home, cfg).await?.app).await,
+        Command::Chat => {
+            let app = runtime::wire(&home, cfg).await?.app;
+            app.mcp_warm().await;
+            chat(app).await
+        }
         Command::Mcp { action } => super::mcp::run(runtime::build_app(&home, cfg).await?, action).await,
         Command::Sessions { action } => sessions(runtime::build_app(&home, cfg).await?, action).await,
         Command::Cron { action } => super::cron::run(runtime::build_app(&home, cfg).await?, *action).await,

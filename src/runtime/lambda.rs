@@ -65,7 +65,7 @@ const TICK_KEY: &str = "hermes_zero_tick";
 
 /// Runs the process as a Lambda function until the runtime stops it.
 pub fn main() -> ExitCode {
-    match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    match crate::runtime::process::async_runtime() {
         Ok(rt) => rt.block_on(run()),
         Err(e) => {
             eprintln!("hermes-zero: cannot start the async runtime: {e}");
@@ -150,6 +150,7 @@ async fn init_failed(api: &str, kind: &str, msg: &str, code: ExitCode) -> ExitCo
 /// clean-shutdown marker to trust; expired leases are the only evidence of interruption.
 async fn cold_start(app: &App) {
     let work = async {
+        app.mcp_warm().await;
         match app.jobs().sync_file().await {
             Ok(r) if !(r.created.is_empty() && r.updated.is_empty() && r.disabled.is_empty()) => {
                 tracing::info!(created = r.created.len(), updated = r.updated.len(), disabled = r.disabled.len(), "jobs.json synced")

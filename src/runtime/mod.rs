@@ -4,6 +4,7 @@ pub mod idle;
 #[cfg(feature = "aws")]
 pub mod lambda;
 pub mod private;
+pub mod process;
 pub mod profile_gate;
 pub mod profiles;
 pub mod ready;
@@ -178,12 +179,11 @@ pub async fn wire(home: &Path, cfg: Loaded) -> Result<Wired, StartError> {
     wire_as(home, cfg, None).await
 }
 
-/// [`wire`], with this process's lease owner id (default: `<host>:<pid>`). The MCP servers'
-/// cached tools are offered (no connection; stale lists are fetched in the background).
+/// [`wire`], with this process's lease owner id (default: `<host>:<pid>`). Nothing is read
+/// from the store yet: the MCP servers' cached tools are offered by the caller's start-up
+/// phase (`serve` after it listens, [`App::mcp_warm`]).
 pub async fn wire_as(home: &Path, cfg: Loaded, owner: Option<String>) -> Result<Wired, StartError> {
-    let wired = wire_parts(home, cfg, owner).await?;
-    wired.app.mcp_warm().await;
-    Ok(wired)
+    wire_parts(home, cfg, owner).await
 }
 
 /// Builds the app and the channels, nothing started.

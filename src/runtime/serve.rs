@@ -150,6 +150,8 @@ pub async fn run(
 /// timer reconcile, then the startup sweep (which marks the interrupted turns and wakes
 /// stored work). Its error stops `serve`.
 async fn recover(app: &App) -> anyhow::Result<()> {
+    // After `listen` (lazy start): the MCP servers' cached tools, offered before any turn.
+    app.mcp_warm().await;
     match app.jobs().sync_file().await {
         Ok(r) if !(r.created.is_empty() && r.updated.is_empty() && r.disabled.is_empty()) => {
             tracing::info!(file = %r.file, created = r.created.len(), updated = r.updated.len(), disabled = r.disabled.len(), "jobs.json synced")
