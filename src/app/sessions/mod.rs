@@ -17,4 +17,6 @@ pub(in crate::app) mod inbound;
 pub(in crate::app) mod lifecycle;
 pub(in crate::app) mod media;
 pub(in crate::app) mod pairing;
+#[cfg(test)]
+mod pairing_tests;
 pub(in crate::app) mod rewind;

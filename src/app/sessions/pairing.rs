@@ -50,13 +50,23 @@ impl App {
 
     /// Applies `f` to one platform's state, compare-and-set, retried on a lost race (with a
     /// fresh read, so `f` sees the winner's write). Nothing is written when `f` changes nothing.
-    pub(in crate::app) async fn update_pairing<T>(
+    pub(in crate::app) async fn update_pairing<T>(&self, platform: &str, f: impl FnMut(&mut PlatformPairing) -> T) -> Result<T, AppError> {
+        self.update_pairing_from(platform, None, f).await
+    }
+
+    /// [`Self::update_pairing`], starting from a state the caller has just read (`read`:
+    /// the stored text and its state), which saves the first read.
+    async fn update_pairing_from<T>(
         &self,
         platform: &str,
+        mut read: Option<(Option<String>, PlatformPairing)>,
         mut f: impl FnMut(&mut PlatformPairing) -> T,
     ) -> Result<T, AppError> {
         for _ in 0..ATTEMPTS {
-            let (raw, before) = self.pairing_state(platform).await?;
+            let (raw, before) = match read.take() {
+                Some(r) => r,
+                None => self.pairing_state(platform).await?,
+            };
             let mut after = before.clone();
             let out = f(&mut after);
             if after == before {
@@ -116,7 +126,8 @@ impl App {
             self.reply(origin, path, REFUSAL).await;
             return Ok(Admission::Denied(Some(REFUSAL.into())));
         };
-        if self.pairing_state(&origin.platform).await?.1.is_approved(user) {
+        let state = self.pairing_state(&origin.platform).await?;
+        if state.1.is_approved(user) {
             return Ok(Admission::Allowed);
         }
         let behavior = self.dm_behavior(&origin.platform);
@@ -130,7 +141,7 @@ impl App {
                 let now = self.epoch();
                 let name = msg.user_name.clone().or_else(|| origin.chat_name.clone()).unwrap_or_default();
                 let answer = self
-                    .update_pairing(&origin.platform, |st| {
+                    .update_pairing_from(&origin.platform, Some(state), |st| {
                         let mut rng = rand::rng();
                         let mut pick = |n: usize| rng.random_range(0..n);
                         let (salt, id) = (rand::random::<[u8; 16]>(), rand::random::<[u8; 8]>());
