@@ -140,18 +140,9 @@ impl rustls::client::danger::ServerCertVerifier for LazyRoots {
     }
 }
 
-/// Idle connections a client keeps per host. After a burst of concurrent calls (100 chats
-/// at once), reqwest's default (no limit, 90 s) kept every connection and its buffers.
-pub const POOL_IDLE_PER_HOST: usize = 16;
-/// How long an idle connection is kept.
-const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// A client builder on the shared TLS configuration ([`tls_config`]) and pool bounds.
+/// A client builder on the shared TLS configuration ([`tls_config`]).
 pub fn client_builder() -> reqwest::ClientBuilder {
-    reqwest::Client::builder()
-        .tls_backend_preconfigured(tls_config())
-        .pool_max_idle_per_host(POOL_IDLE_PER_HOST)
-        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+    reqwest::Client::builder().tls_backend_preconfigured(tls_config())
 }
 
 /// A shared HTTP client with a total-request timeout. rustls only.
