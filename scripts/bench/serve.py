@@ -20,6 +20,7 @@ QUICK = "--quick" in sys.argv[1:]
 FIRST_TURN = "--first-turn" in sys.argv[1:]
 COLD_ONLY = "--cold" in sys.argv[1:]
 DETAIL = "--detail" in sys.argv[1:]
+CURVE = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--curve=")), None)
 BIN = ARGS[0] if ARGS else "target/release/hermes-zero"
 COLD_RUNS = 20
 
@@ -116,6 +117,35 @@ def pct(v, p):
     return v[min(len(v) - 1, round((len(v) - 1) * p))]
 
 
+def concurrent(port, chats, turns, tag):
+    """`chats` chats at once, `turns` messages each: (latencies in ms, wall seconds)."""
+    results, lock = [], threading.Lock()
+
+    def chat(c):
+        cn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        mine = [post(cn, {"chat_id": f"{tag}{c}", "user_id": "u", "text": f"m{i}"}) for i in range(turns)]
+        with lock:
+            results.extend(mine)
+
+    t0 = time.perf_counter()
+    ts = [threading.Thread(target=chat, args=(c,)) for c in range(chats)]
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+    return results, time.perf_counter() - t0
+
+
+def curve(port, out):
+    """The concurrency curve: p50, p99 and turns/s at 1, 10, 100 and 500 chats at once."""
+    rows = []
+    for n in (1, 10, 100, 500):
+        lat, wall = concurrent(port, n, {1: 200, 10: 20, 100: 5, 500: 2}[n], f"curve{n}-")
+        row = {"chats": n, "turns": len(lat), "p50_ms": round(pct(lat, .5), 2), "p99_ms": round(pct(lat, .99), 2), "turns_per_s": round(len(lat) / wall)}
+        rows.append(row)
+        print(f"{n:>4} chats at once ({len(lat)} turns): p50 {row['p50_ms']:.2f} ms, p99 {row['p99_ms']:.2f} ms, {row['turns_per_s']} turns/s")
+    with open(out, "w") as f:
+        json.dump({"binary": BIN, "rows": rows}, f, indent=1)
+
+
 def main():
     llm = FakeServer(("127.0.0.1", 0), FakeLLM)
     threading.Thread(target=llm.serve_forever, daemon=True).start()
@@ -123,6 +153,14 @@ def main():
     with open(os.path.join(home, "config.yaml"), "w") as f:
         f.write(f"model:\n  provider: openai\n  base_url: http://127.0.0.1:{llm.server_address[1]}/v1\n  name: m\n")
     env = dict(os.environ, API_SERVER_KEY="k", RUST_LOG="error")
+    if CURVE:
+        p, _ = start(home, port := free_port(), env)
+        post(http.client.HTTPConnection("127.0.0.1", port, timeout=30), {"chat_id": "warm", "user_id": "u", "text": "hi"})
+        curve(port, CURVE)
+        p.terminate()
+        p.wait()
+        llm.shutdown()
+        return
     # The first start creates the store; a scale-to-zero restart finds it: that is the cold
     # start measured (20 runs on one home), then the first start on a fresh home (5 runs).
     p, _ = start(home, free_port(), env)
@@ -164,19 +202,7 @@ def main():
     post(conn, {"chat_id": "warm", "user_id": "u", "text": "hi"})
     lat = [post(conn, {"chat_id": "seq", "user_id": "u", "text": f"m{i}"}) for i in range(200)]
     print(f"message round trip, one chat, 200 sequential: p50 {pct(lat, .5):.2f} ms, p99 {pct(lat, .99):.2f} ms, max {max(lat):.2f} ms")
-    results, lock = [], threading.Lock()
-
-    def chat(c):
-        cn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        mine = [post(cn, {"chat_id": f"c{c}", "user_id": "u", "text": f"m{i}"}) for i in range(5)]
-        with lock:
-            results.extend(mine)
-
-    t0 = time.perf_counter()
-    ts = [threading.Thread(target=chat, args=(c,)) for c in range(100)]
-    [t.start() for t in ts]
-    [t.join() for t in ts]
-    wall = time.perf_counter() - t0
+    results, wall = concurrent(port, 100, 5, "c")
     print(f"message round trip, 100 chats concurrently (500 turns): p50 {pct(results, .5):.2f} ms, p99 {pct(results, .99):.2f} ms, max {max(results):.2f} ms, {len(results) / wall:.0f} turns/s")
     if DETAIL:
         print(f"RSS after the 100 concurrent chats: {mem(p.pid)}")
