@@ -41,7 +41,7 @@ fn request(text: &str) -> ChatRequest {
     };
     ChatRequest {
         messages: vec![Message::text(Role::System, "You are terse.", now), Message::text(Role::User, text, now)],
-        tools: vec![tool],
+        tools: vec![std::sync::Arc::new(tool)],
         model: None,
         route: None,
     }

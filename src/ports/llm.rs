@@ -21,8 +21,8 @@ pub struct ToolSpec {
 pub struct ChatRequest {
     /// The prompt: system first, then the transcript.
     pub messages: Vec<Message>,
-    /// Tools offered.
-    pub tools: Vec<ToolSpec>,
+    /// Tools offered (shared: built once per tool, cloned per call by reference count).
+    pub tools: Vec<std::sync::Arc<ToolSpec>>,
     /// Model override (a job's `model`, a session's `/model`).
     pub model: Option<String>,
     /// A job's own provider and base URL (`None`: the configured model and its fallbacks).

@@ -12,7 +12,31 @@ use tokio::time::Instant;
 /// Every tool of this deployment, by name, in registration order. Shared by all turns.
 #[derive(Default)]
 pub struct ToolRegistry {
-    tools: RwLock<Vec<Arc<dyn Tool>>>,
+    tools: RwLock<Vec<Entry>>,
+}
+
+/// A registered tool with its spec, built once at registration: every turn's model calls
+/// share it instead of building (and cloning per call) each schema again; with 100 turns in
+/// flight that was the largest heap use after the connections (BENCHMARKS §9).
+#[derive(Clone)]
+struct Entry {
+    tool: Arc<dyn Tool>,
+    spec: Arc<ToolSpec>,
+}
+
+impl Entry {
+    fn new(tool: Arc<dyn Tool>) -> Self {
+        let spec =
+            Arc::new(ToolSpec { name: tool.name().to_string(), description: tool.description().to_string(), parameters: tool.schema() });
+        Self { tool, spec }
+    }
+}
+
+impl std::ops::Deref for Entry {
+    type Target = dyn Tool;
+    fn deref(&self) -> &(dyn Tool + 'static) {
+        self.tool.as_ref()
+    }
 }
 
 /// A tool of that name is already registered.
@@ -27,7 +51,7 @@ impl ToolRegistry {
         if tools.iter().any(|t| t.name() == tool.name()) {
             return Err(DuplicateTool(tool.name().to_string()));
         }
-        tools.push(tool);
+        tools.push(Entry::new(tool));
         Ok(())
     }
 
@@ -52,7 +76,7 @@ impl ToolRegistry {
                     return Err(DuplicateTool(tool.name().to_string()));
                 }
                 let name = tool.name().to_string();
-                tools.push(tool);
+                tools.push(Entry::new(tool));
                 Ok(name)
             })
             .collect()
@@ -116,7 +140,7 @@ pub fn job_toolsets(per_job: &[String], known: &[String]) -> Vec<String> {
 
 /// The tools one turn is offered; only these can be called in it.
 pub struct Toolset {
-    tools: Vec<Arc<dyn Tool>>,
+    tools: Vec<Entry>,
 }
 
 /// One executed call, ready for the transcript.
@@ -131,12 +155,9 @@ pub struct ToolResult {
 }
 
 impl Toolset {
-    /// The specs sent to the model.
-    pub fn specs(&self) -> Vec<ToolSpec> {
-        self.tools
-            .iter()
-            .map(|t| ToolSpec { name: t.name().to_string(), description: t.description().to_string(), parameters: t.schema() })
-            .collect()
+    /// The specs sent to the model (shared, built at registration).
+    pub fn specs(&self) -> Vec<Arc<ToolSpec>> {
+        self.tools.iter().map(|t| t.spec.clone()).collect()
     }
 
     /// This set narrowed to the tools named (a flush turn offers only `memory`).
@@ -173,7 +194,7 @@ impl Toolset {
                         // Marked before the call starts: a run cut off mid-call had an effect.
                         ctx.app.inner.effects.mark(ctx.session_id.as_str());
                     }
-                    bounded(tool.as_ref(), ctx, args, started).await
+                    bounded(tool.tool.as_ref(), ctx, args, started).await
                 }
             },
         };

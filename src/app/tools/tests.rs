@@ -40,7 +40,7 @@ fn call(name: &str, arguments: &str) -> ToolCall {
 }
 
 fn names(set: &Toolset) -> Vec<String> {
-    set.specs().into_iter().map(|s| s.name).collect()
+    set.specs().into_iter().map(|s| s.name.clone()).collect()
 }
 
 /// A test tool: counts its calls; fails, sleeps or echoes depending on its arguments.

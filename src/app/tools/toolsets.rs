@@ -87,7 +87,7 @@ impl App {
         };
         let have = self.inner.tools.toolsets();
         let set = narrow(self.inner.tools.toolset(&ctx), &self.inner.cfg.settings, Some(&e.origin.platform), &[], &have);
-        let names: Vec<String> = set.specs().into_iter().map(|t| t.name).collect();
+        let names: Vec<String> = set.specs().into_iter().map(|t| t.name.clone()).collect();
         if names.is_empty() { "Tools: none".into() } else { format!("Tools: {}", names.join(", ")) }
     }
 }
