@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # Anchor: import time of the Hermes Agent (Python) gateway module, from PyPI, 10 runs.
-# Usage: scripts/bench/hermes_import.sh   (creates target/hermes-venv on first use)
+# Usage: scripts/bench/hermes_import.sh   (target/hermes-venv, pinned: see hermes_venv.sh)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-VENV=target/hermes-venv
-[ -x "$VENV/bin/python" ] || { python3 -m venv "$VENV"; "$VENV/bin/pip" install --quiet --disable-pip-version-check hermes-agent; }
+. scripts/bench/hermes_venv.sh
 "$VENV/bin/pip" show hermes-agent | grep -E '^(Name|Version)'
 for _ in $(seq 10); do
   "$VENV/bin/python" -c "import time; t=time.perf_counter(); import gateway.run; print(round((time.perf_counter()-t)*1000, 1))"
