@@ -64,7 +64,8 @@ pub fn create_body(body: &Value) -> Result<Value, String> {
         Some(Value::String(s)) => s.trim().to_string(),
         Some(_) => return Err("Name must be a string".into()),
     };
-    if name.is_empty() && !obj.get("id").is_some_and(|i| i.as_str().is_some_and(|s| !s.trim().is_empty())) {
+    let has_id = obj.get("id").and_then(Value::as_str).is_some_and(|s| !s.trim().is_empty());
+    if name.is_empty() && !has_id {
         return Err("Name is required".into());
     }
     if name.chars().count() > MAX_NAME_LENGTH {
