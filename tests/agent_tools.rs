@@ -134,7 +134,7 @@ async fn clarify_in_a_job_is_refused_with_a_note_and_the_run_answers() {
     let gw = Gateway::start(home.path(), &[]);
     let body = json!({"name": "deploy", "schedule": "every 1h", "prompt": "deploy the app", "deliver": "telegram:42"});
     let r = gw.http.post(format!("{}/api/jobs", gw.base)).bearer_auth(&gw.key).json(&body).send().await.unwrap();
-    assert_eq!(r.status(), 201);
+    assert_eq!(r.status(), 200);
     llm.push(tool("clarify", json!({"question": "Which target?", "choices": ["staging", "prod"]})));
     llm.push(Reply::Text("Assumed staging and deployed.".into()));
     let r = gw.http.post(format!("{}/api/jobs/deploy/run", gw.base)).bearer_auth(&gw.key).send().await.unwrap();

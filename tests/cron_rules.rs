@@ -53,7 +53,7 @@ async fn a_paused_job_fired_with_a_valid_chronos_token_runs_nothing() {
     assert_eq!((s, v), (200, json!({"status": "paused"})));
     // A manual run of a paused job runs nothing either.
     let r = http.post(format!("{}/api/jobs/hourly/run", gw.base)).bearer_auth(API_KEY).send().await.unwrap();
-    assert_eq!(r.json::<Value>().await.unwrap(), json!({"status": "paused"}));
+    assert_eq!(r.json::<Value>().await.unwrap()["status"], "paused");
     assert_eq!(llm.calls(), 0, "nothing ran");
     let (_, runs) = gw.get("/api/jobs/hourly/runs").await;
     assert_eq!(runs["runs"].as_array().map(Vec::len).unwrap_or_default(), 0, "{runs}");

@@ -81,7 +81,7 @@ async fn a_brief_attached_to_its_telegram_chat_is_in_the_context_of_the_users_re
     let job = json!({"id": "brief", "name": "morning brief", "schedule": "0 8 * * *", "prompt": "brief me", "deliver": "origin",
         "attach_to_session": true, "origin": {"platform": "telegram", "chat_id": "42", "user_id": "42", "chat_type": "dm"}});
     let r = gw.http.post(format!("{}/api/jobs", gw.base)).bearer_auth(&gw.key).json(&job).send().await.unwrap();
-    assert_eq!(r.status().as_u16(), 201, "{:?}", r.text().await);
+    assert_eq!(r.status().as_u16(), 200, "{:?}", r.text().await);
     llm.push(Reply::Text("Rain at noon; take the umbrella.".into()));
     let r = gw.http.post(format!("{}/api/jobs/brief/run", gw.base)).bearer_auth(&gw.key).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 200);

@@ -253,7 +253,7 @@ async fn the_fields_round_trip_through_jobs_json_the_cli_and_the_rest_api() {
     let url = |p: &str| format!("{}{p}", gw.base);
     let body = json!({"name": "api-watch", "schedule": "every 1h", "script": "a.sh", "no_agent": true, "deliver": "local"});
     let r = c.post(url("/api/jobs")).bearer_auth(&gw.key).json(&body).send().await.unwrap();
-    assert_eq!(r.status(), 201);
+    assert_eq!(r.status(), 200);
     let j = r.json::<Value>().await.unwrap()["job"].clone();
     assert_eq!((j["script"].as_str(), j["no_agent"].as_bool()), (Some("a.sh"), Some(true)), "{j}");
     let r = c
@@ -265,10 +265,16 @@ async fn the_fields_round_trip_through_jobs_json_the_cli_and_the_rest_api() {
         .unwrap();
     assert_eq!(r.json::<Value>().await.unwrap()["job"]["no_agent"], false);
     for (body, needle) in [
-        (json!({"schedule": "every 1h", "no_agent": true}), "no_agent=True requires a script"),
-        (json!({"schedule": "every 1h", "prompt": "p", "script": "../../etc/passwd"}), "traversal"),
-        (json!({"schedule": "every 1h", "prompt": "p", "script": "a.sh", "no_agent": "yes"}), "`no_agent` must be true or false"),
-        (json!({"schedule": "every 1h", "prompt": "p", "script": "a.sh", "workdir": "relative"}), "`workdir` must be an absolute path"),
+        (json!({"name": "bad", "schedule": "every 1h", "no_agent": true}), "no_agent=True requires a script"),
+        (json!({"name": "bad", "schedule": "every 1h", "prompt": "p", "script": "../../etc/passwd"}), "traversal"),
+        (
+            json!({"name": "bad", "schedule": "every 1h", "prompt": "p", "script": "a.sh", "no_agent": "yes"}),
+            "`no_agent` must be true or false",
+        ),
+        (
+            json!({"name": "bad", "schedule": "every 1h", "prompt": "p", "script": "a.sh", "workdir": "relative"}),
+            "`workdir` must be an absolute path",
+        ),
     ] {
         let r = c.post(url("/api/jobs")).bearer_auth(&gw.key).json(&body).send().await.unwrap();
         assert_eq!(r.status(), 400, "{body}");

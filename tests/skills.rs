@@ -73,7 +73,7 @@ async fn a_skill_made_in_chat_is_in_the_next_sessions_index_and_used_by_a_job() 
     let url = |p: &str| format!("{}{p}", gw.base);
     let job = json!({"id": "digest", "schedule": "every 1h", "prompt": "Run the digest.", "skills": ["news-digest"]});
     let r = gw.http.post(url("/api/jobs")).bearer_auth(&gw.key).json(&job).send().await.unwrap();
-    assert_eq!(r.status(), 201);
+    assert_eq!(r.status(), 200);
     let r = gw.http.post(url("/api/jobs/digest/run")).bearer_auth(&gw.key).send().await.unwrap();
     assert_eq!(r.json::<Value>().await.unwrap()["status"], "ok");
     let prompt = last_user(llm.requests().last().unwrap());

@@ -177,7 +177,7 @@ async fn api_jobs(gw: &Gateway) -> Vec<Value> {
 }
 
 fn row(sel: &str) -> String {
-    format!("tr[data-job-id=\"{JOB}\"] {sel}")
+    format!("tr[data-job-name=\"{JOB}\"] {sel}")
 }
 
 // ------------------------------------------------------------------ the journey
@@ -228,7 +228,7 @@ async fn create_job(c: &Client, gw: &Gateway) -> Result<()> {
     text_contains(c, &row("td[data-label='Next run']"), "in 2 h").await?;
     text_contains(c, "#notice", &format!("Created “{JOB}”")).await?;
     let jobs = api_jobs(gw).await;
-    ensure!(jobs.len() == 1 && jobs[0]["skills"] == json!(["greeter"]) && jobs[0]["deliver"] == json!(["local"]), "{jobs:?}");
+    ensure!(jobs.len() == 1 && jobs[0]["skills"] == json!(["greeter"]) && jobs[0]["deliver"] == "local", "{jobs:?}");
     Ok(())
 }
 
@@ -255,11 +255,11 @@ async fn second_job(c: &Client, gw: &Gateway) -> Result<()> {
     text_contains(c, "#f-name-error", "already exists").await?;
     type_into(c, "#f-name", "ui-second").await?;
     click(c, "#f-submit").await?;
-    let second = "tr[data-job-id=\"ui-second\"]";
+    let second = "tr[data-job-name=\"ui-second\"]";
     text_contains(c, &format!("{second} [data-testid=job-schedule]"), "every 1h").await?;
     let jobs = api_jobs(gw).await;
-    let j = jobs.iter().find(|j| j["id"] == "ui-second").context("ui-second not stored")?;
-    ensure!(j["deliver"] == json!(["telegram:-100123"]) && j["repeat"]["times"] == 5, "{j}");
+    let j = jobs.iter().find(|j| j["name"] == "ui-second").context("ui-second not stored")?;
+    ensure!(j["deliver"] == "telegram:-100123" && j["repeat"]["times"] == 5, "{j}");
     ensure!(j["overlap"] == "allow" && j["spread"] == 120 && j["max_tokens"] == 5000, "{j}");
     ensure!(j["failure_deliver"] == json!(["telegram:-100123"]), "{j}");
     // The edit form shows them back.
@@ -291,14 +291,14 @@ async fn script_job(c: &Client, gw: &Gateway, llm: &FakeLlm) -> Result<()> {
     poll("the script picker lists watch.sh", || async { c.find(Locator::Css("#f-script option[value=\"watch.sh\"]")).await.ok() }).await?;
     find(c, "#f-script").await?.select_by_value("watch.sh").await?;
     click(c, "#f-submit").await?;
-    let script = "tr[data-job-id=\"ui-script\"]";
+    let script = "tr[data-job-name=\"ui-script\"]";
     text_contains(c, &format!("{script} [data-testid=job-schedule]"), "every 1h").await?;
     let jobs = api_jobs(gw).await;
-    let j = jobs.iter().find(|j| j["id"] == "ui-script").context("ui-script not stored")?;
+    let j = jobs.iter().find(|j| j["name"] == "ui-script").context("ui-script not stored")?;
     ensure!(j["script"] == "watch.sh" && j["no_agent"] == true, "{j}");
     let calls = llm.calls();
     click(c, &format!("{script} [data-testid=job-run]")).await?;
-    let history = "tr[data-history-for=\"ui-script\"]";
+    let history = "tr[data-history-name=\"ui-script\"]";
     text_contains(c, &format!("{history} [data-testid=run-output]"), "disk ok 42").await?;
     ensure!(llm.calls() == calls, "a no_agent job called the model");
     click(c, &format!("{script} [data-testid=job-delete]")).await?;
@@ -309,7 +309,7 @@ async fn script_job(c: &Client, gw: &Gateway, llm: &FakeLlm) -> Result<()> {
 
 async fn run_pause_resume(c: &Client, llm: &FakeLlm) -> Result<()> {
     click(c, &row("[data-testid=job-run]")).await?;
-    let history = format!("tr[data-history-for=\"{JOB}\"]");
+    let history = format!("tr[data-history-name=\"{JOB}\"]");
     let out = text_contains(c, &format!("{history} [data-testid=run-output]"), "echo:").await?;
     ensure!(out.contains("Say hello to the dashboard"), "run output: {out}");
     text_contains(c, &format!("{history} [data-testid=run-status]"), "ok").await?;

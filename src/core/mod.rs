@@ -12,6 +12,7 @@ pub mod compress;
 pub mod ids;
 pub mod inbound;
 pub mod job;
+pub mod job_api;
 pub mod job_options;
 pub mod jobfile;
 pub mod media;

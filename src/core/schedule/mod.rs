@@ -294,6 +294,7 @@ fn str_field<'a>(obj: &'a Map<String, Value>, names: &[&str]) -> Result<&'a str,
 }
 
 mod cron_expr;
+mod hermes;
 mod iso;
 mod phrase;
 pub mod spread;

@@ -378,7 +378,7 @@ mod tests {
     async fn status_reports_provider_store_version_and_armed_timers() {
         let kit = Kit::new("Europe/Berlin");
         let (s, _) = kit.post("/api/jobs", json!({"name": "tick", "schedule": "every 2h", "prompt": "p"})).await;
-        assert_eq!(s, StatusCode::CREATED);
+        assert_eq!(s, StatusCode::OK);
         let (s, v) = kit.get("/api/status").await;
         assert_eq!(s, StatusCode::OK, "{v}");
         assert_eq!(v["version"], env!("CARGO_PKG_VERSION"));

@@ -153,7 +153,7 @@
   // ------------------------------------------------------------------ Schedule
 
   async function loadJobs() {
-    const data = await api('GET', 'api/jobs');
+    const data = await api('GET', 'api/jobs?include_disabled=true');
     st.jobs = data.jobs || [];
     renderJobs();
     renderSkipped(data.skipped || []);
@@ -188,7 +188,8 @@
   }
 
   function jobRow(j) {
-    const stateName = j.enabled === false ? 'disabled' : j.state;
+    // A paused job is disabled in Hermes' sense (enabled: false); show the pause itself.
+    const stateName = j.state === 'paused' ? 'paused' : j.enabled === false ? 'disabled' : j.state;
     const last = j.last_status || 'none';
     const lastAttrs = { 'data-testid': 'job-last-status', title: j.last_error || (j.last_run_at ? `last run ${j.last_run_at}` : 'never run') };
     const paused = j.state === 'paused';
@@ -196,9 +197,9 @@
       type: 'button', class: `small ${cls || ''}`.trim(), 'data-action': action, 'data-testid': `job-${action}`, 'aria-label': `${label} ${j.name}`,
       'aria-expanded': action === 'history' ? String(st.open.has(j.id)) : null,
     }, label);
-    return h('tr', { 'data-job-id': j.id, 'data-testid': 'job-row', 'data-state': j.state },
+    return h('tr', { 'data-job-id': j.id, 'data-job-name': j.name, 'data-testid': 'job-row', 'data-state': j.state },
       td('Name', h('strong', { 'data-testid': 'job-name' }, j.name), j.id !== j.name ? h('span', { class: 'sub' }, j.id) : null),
-      td('Schedule', h('code', { 'data-testid': 'job-schedule' }, j.schedule), h('span', { class: 'sub', 'data-testid': 'job-schedule-display' }, j.schedule_display)),
+      td('Schedule', h('code', { 'data-testid': 'job-schedule' }, scheduleText(j)), h('span', { class: 'sub', 'data-testid': 'job-schedule-display' }, j.schedule_display)),
       td('Next run', ['scheduled', 'running'].includes(j.state) ? timeCell(j.next_run_at, 'job-next') : h('span', { class: 'muted', 'data-testid': 'job-next' }, '—')),
       td('Last status', badge(last, last, lastAttrs), j.last_error ? h('span', { class: 'err-text', title: j.last_error }, j.last_error) : null),
       td('State', badge(stateName, stateName, { 'data-testid': 'job-state' })),
@@ -213,7 +214,7 @@
     if (!runs) content = h('p', { class: 'muted' }, 'Loading runs…');
     else if (!runs.length) content = h('p', { class: 'muted', 'data-testid': 'runs-empty' }, 'No runs yet.');
     else content = h('ol', { class: 'runs', 'data-testid': 'runs' }, runs.map(runItem));
-    return h('tr', { class: 'history', 'data-history-for': j.id, 'data-testid': 'job-history-row' },
+    return h('tr', { class: 'history', 'data-history-for': j.id, 'data-history-name': j.name, 'data-testid': 'job-history-row' },
       h('td', { colspan: '6' }, h('h3', {}, `Run history — ${j.name}`), content));
   }
 
@@ -373,14 +374,14 @@
     $('form-title').textContent = `Edit “${j.name}”`;
     $('f-submit').textContent = 'Save changes';
     $('f-name').value = j.name || '';
-    $('f-schedule').value = j.schedule_text || j.schedule || '';
+    $('f-schedule').value = scheduleText(j);
     $('f-timezone').value = j.timezone || '';
     $('f-prompt').value = j.prompt || '';
     renderSkills(j.skills || []);
     renderScripts(j.script || '');
     $('f-no-agent').checked = !!j.no_agent;
     fillOptions(j);
-    const targets = j.deliver || [];
+    const targets = deliverList(j.deliver);
     const platforms = [...$('f-platform').options].map((o) => o.value);
     if (targets.length === 0) $('f-deliver-kind').value = j.origin ? 'origin' : 'local';
     else if (targets.length === 1 && ['local', 'origin'].includes(targets[0])) $('f-deliver-kind').value = targets[0];
@@ -446,6 +447,19 @@
     return [kind];
   }
 
+  /** The schedule as written (ours), else Hermes' schedule object's text. */
+  function scheduleText(j) {
+    if (j.schedule_text) return j.schedule_text;
+    const s = j.schedule;
+    return typeof s === 'string' ? s : (s && (s.expr || s.run_at || s.display)) || '';
+  }
+
+  /** Hermes' `deliver` string (`telegram:1,discord:2`) as a list of targets. */
+  function deliverList(d) {
+    if (Array.isArray(d)) return d;
+    return String(d || '').split(',').map((t) => t.trim()).filter(Boolean);
+  }
+
   function repeatValue() {
     const r = $('f-repeat').value;
     if (r !== 'times') return r;
@@ -456,7 +470,7 @@
   /** Puts a server validation message next to the field it is about. */
   function fieldOf(msg) {
     const m = msg.toLowerCase();
-    if (m.includes('accepted forms') || m.includes('`schedule`')) return 'f-schedule';
+    if (m.includes('accepted forms') || m.includes('schedule')) return 'f-schedule';
     if (m.includes('timezone')) return 'f-timezone';
     if (m.includes('script') || m.includes('no_agent') || m.includes('workdir')) return 'f-script';
     if (m.includes('prompt')) return 'f-prompt';
@@ -527,16 +541,28 @@
       skills: currentSkills(),
       script: $('f-script').value || null,
       no_agent: noAgent,
-      deliver: deliverTargets(),
+      deliver: deliverTargets().join(','),
       timezone: $('f-timezone').value.trim() || null,
       ...optionsBody(),
     };
-    const name = $('f-name').value.trim();
-    if (name) body.name = name;
     const editing = st.editing;
+    // Hermes' API needs a name: the one typed, else the start of the prompt (or the script),
+    // as Hermes names a job. Names address jobs in the CLI, so a taken one is refused here.
+    const name = $('f-name').value.trim() || body.prompt.slice(0, 50).trim() || body.script || '';
+    if (!name) {
+      setError('f-name', 'Enter a name for the task.');
+      $('f-name').focus();
+      return;
+    }
+    if (st.jobs.some((j) => j.name === name && (!editing || j.id !== editing.id))) {
+      setError('f-name', `A task named “${name}” already exists; pick another name.`);
+      $('f-name').focus();
+      return;
+    }
+    body.name = name;
     const oldRepeat = editing && editing.repeat ? (editing.repeat.times || null) : undefined;
     const newRepeat = repeat === 'forever' ? null : repeat === 'once' ? 1 : repeat;
-    if (!editing || oldRepeat !== newRepeat) body.repeat = repeat;
+    if (!editing || oldRepeat !== newRepeat) body.repeat = newRepeat;
     if (!editing && !$('f-timezone').value.trim()) delete body.timezone;
     $('f-submit').disabled = true;
     try {
