@@ -197,3 +197,37 @@ async fn a_failed_model_is_agent_incomplete_and_a_stream_ends_in_error() {
     let text = r.text().await.unwrap();
     assert!(text.contains(r#""finish_reason":"error""#) && text.ends_with("data: [DONE]\n\n"), "{text}");
 }
+
+/// The system text of the model request `req`.
+fn system_of(req: &Value) -> String {
+    req["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "system").filter_map(|m| m["content"].as_str()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn system_messages_and_instructions_reach_the_model_for_that_turn_only() {
+    let (_home, llm, gw) = gateway("api-system").await;
+    let auth = format!("Bearer {}", common::API_KEY);
+    let h = [("authorization", auth.as_str()), ("X-Hermes-Session-Id", "sys-1")];
+    let body = json!({"messages": [{"role": "system", "content": "Talk like a pirate."}, {"role": "user", "content": "hi"}]});
+    let (s, b, _) = post_raw(&gw, "/v1/chat/completions", &h, body.to_string()).await;
+    assert_eq!(s, 200, "{b}");
+    let body = json!({"messages": [{"role": "user", "content": "again"}]});
+    let (s, b, _) = post_raw(&gw, "/v1/chat/completions", &h, body.to_string()).await;
+    assert_eq!(s, 200, "{b}");
+    let reqs = llm.requests();
+    assert!(system_of(&reqs[0]).contains("Talk like a pirate."), "the core prompt plus the ephemeral one: {}", reqs[0]);
+    assert!(system_of(&reqs[0]).len() > "Talk like a pirate.".len() + 10, "layered on top of the core prompt");
+    assert!(!system_of(&reqs[1]).contains("pirate"), "ephemeral: not in the next turn: {}", reqs[1]);
+    assert!(!reqs[1].to_string().contains("pirate"), "never stored in the transcript: {}", reqs[1]);
+    // /v1/responses: `instructions`, carried forward along previous_response_id as Hermes does.
+    let (s, b, _) = post_raw(&gw, "/v1/responses", &h[..1], json!({"input": "one", "instructions": "Answer in French."}).to_string()).await;
+    assert_eq!(s, 200, "{b}");
+    let prev = b["id"].as_str().unwrap();
+    let (s, b, _) = post_raw(&gw, "/v1/responses", &h[..1], json!({"input": "two", "previous_response_id": prev}).to_string()).await;
+    assert_eq!(s, 200, "{b}");
+    let reqs = llm.requests();
+    assert!(system_of(&reqs[2]).contains("Answer in French."), "{}", reqs[2]);
+    assert!(system_of(&reqs[3]).contains("Answer in French."), "carried forward: {}", reqs[3]);
+    let users: Vec<String> = reqs[3]["messages"].as_array().unwrap().iter().map(|m| m.to_string()).collect();
+    assert!(users.iter().all(|m| !m.contains("French") || m.contains("\"system\"")), "not stored: {users:?}");
+}
