@@ -231,3 +231,37 @@ async fn system_messages_and_instructions_reach_the_model_for_that_turn_only() {
     let users: Vec<String> = reqs[3]["messages"].as_array().unwrap().iter().map(|m| m.to_string()).collect();
     assert!(users.iter().all(|m| !m.contains("French") || m.contains("\"system\"")), "not stored: {users:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_stream_through_the_openai_sdk_and_are_stored() {
+    let Some(python) = sdk_python() else {
+        println!("SKIPPED: HZ_API_SDK_PY is not set (scripts/test.sh makes target/api-sdk-venv)");
+        return;
+    };
+    let (_home, llm, gw) = gateway("api-resp-stream").await;
+    let r = run_py(&python, "api_openai_responses_stream.py", &gw.base).await;
+    let events: Vec<&str> = r["helper"]["events"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert_eq!(events.first(), Some(&"response.created"), "{events:?}");
+    assert_eq!(events.last(), Some(&"response.completed"), "{events:?}");
+    for kind in ["response.output_item.added", "response.output_text.delta", "response.output_text.done", "response.output_item.done"] {
+        assert!(events.contains(&kind), "{kind} missing: {events:?}");
+    }
+    assert!(events.iter().filter(|e| **e == "response.output_text.delta").count() >= 2, "streamed in pieces: {events:?}");
+    assert_eq!((r["helper"]["text"].as_str(), r["helper"]["status"].as_str()), (Some("echo: stream me"), Some("completed")));
+    assert!(system_of(&llm.requests()[0]).contains("be brief"), "instructions reach the model");
+    let c = &r["create"];
+    assert_eq!(
+        (c["text"].as_str(), c["done_text"].as_str(), c["completed_text"].as_str()),
+        (Some("echo: again"), Some("echo: again"), Some("echo: again")),
+        "{r}"
+    );
+    assert_eq!(c["seqs_ok"], true, "sequence numbers 0, 1, 2, …: {r}");
+    assert_eq!(c["usage"], 15, "{r}");
+    assert_eq!(r["retrieved"], json!({"id": c["id"], "status": "completed", "text": "echo: again"}), "stored at the end");
+    // The chain continued the first streamed response's session, instructions carried forward.
+    let last = llm.requests().last().unwrap().clone();
+    let users: Vec<&str> =
+        last["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "user").filter_map(|m| m["content"].as_str()).collect();
+    assert_eq!(users, ["stream me", "again"], "{last}");
+    assert!(system_of(&last).contains("be brief"), "{last}");
+}

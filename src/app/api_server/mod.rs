@@ -4,6 +4,7 @@
 //! usage) on platform `api`, the session's stored history being the context — and the stored
 //! responses of `/v1/responses` (`responses.rs`).
 
+mod interrupt;
 mod responses;
 
 pub use responses::StoredResponse;
