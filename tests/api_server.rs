@@ -265,3 +265,44 @@ async fn responses_stream_through_the_openai_sdk_and_are_stored() {
     assert_eq!(users, ["stream me", "again"], "{last}");
     assert!(system_of(&last).contains("be brief"), "{last}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_stream_interrupts_its_turn_and_frees_the_session() {
+    let (_home, llm, gw) = gateway("api-drop").await;
+    let auth = format!("Bearer {}", common::API_KEY);
+    llm.slow_when(60_000, |b| b["messages"].as_array().and_then(|m| m.last()).is_some_and(|m| m["content"] == "take your time"));
+    let body = json!({"messages": [{"role": "user", "content": "take your time"}], "stream": true}).to_string();
+    let mut r = gw
+        .http
+        .post(format!("{}/v1/chat/completions", gw.base))
+        .header("authorization", &auth)
+        .header("X-Hermes-Session-Id", "drop-1")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let first = tokio::time::timeout(Duration::from_secs(10), r.chunk()).await.unwrap().unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&first).contains(r#""role":"assistant""#), "the role chunk came first");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while llm.requests().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the model was asked in time");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let dropped = std::time::Instant::now();
+    drop(r);
+    // The server learns of the drop at its next write, the keepalive (30 s, as Hermes); the
+    // turn is then interrupted and its lease released, long before the slow model call
+    // (60 s) would have ended. A request then runs a turn (a busy session would answer 409).
+    tokio::time::sleep(Duration::from_secs(38).saturating_sub(dropped.elapsed())).await;
+    let h = [("authorization", auth.as_str()), ("X-Hermes-Session-Id", "drop-1")];
+    let ok = json!({"messages": [{"role": "user", "content": "quick one"}]}).to_string();
+    let (s, answer, _) = post_raw(&gw, "/v1/chat/completions", &h, ok).await;
+    assert_eq!(s, 200, "the interrupted turn let go of the session: {answer}");
+    assert!(dropped.elapsed() < Duration::from_secs(55), "interrupted, not waited out");
+    assert_eq!(answer["choices"][0]["message"]["content"], "echo: quick one", "{answer}");
+    // The interrupted turn's answer never came, so none is in the next turn's context.
+    let last = llm.requests().last().unwrap().clone();
+    let assistant: Vec<&Value> = last["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "assistant").collect();
+    assert!(assistant.iter().all(|m| !m.to_string().contains("echo: take your time")), "{last}");
+    assert_eq!(llm.calls(), 2, "one model call each");
+}
