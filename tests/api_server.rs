@@ -197,3 +197,112 @@ async fn a_failed_model_is_agent_incomplete_and_a_stream_ends_in_error() {
     let text = r.text().await.unwrap();
     assert!(text.contains(r#""finish_reason":"error""#) && text.ends_with("data: [DONE]\n\n"), "{text}");
 }
+
+/// The system text of the model request `req`.
+fn system_of(req: &Value) -> String {
+    req["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "system").filter_map(|m| m["content"].as_str()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn system_messages_and_instructions_reach_the_model_for_that_turn_only() {
+    let (_home, llm, gw) = gateway("api-system").await;
+    let auth = format!("Bearer {}", common::API_KEY);
+    let h = [("authorization", auth.as_str()), ("X-Hermes-Session-Id", "sys-1")];
+    let body = json!({"messages": [{"role": "system", "content": "Talk like a pirate."}, {"role": "user", "content": "hi"}]});
+    let (s, b, _) = post_raw(&gw, "/v1/chat/completions", &h, body.to_string()).await;
+    assert_eq!(s, 200, "{b}");
+    let body = json!({"messages": [{"role": "user", "content": "again"}]});
+    let (s, b, _) = post_raw(&gw, "/v1/chat/completions", &h, body.to_string()).await;
+    assert_eq!(s, 200, "{b}");
+    let reqs = llm.requests();
+    assert!(system_of(&reqs[0]).contains("Talk like a pirate."), "the core prompt plus the ephemeral one: {}", reqs[0]);
+    assert!(system_of(&reqs[0]).len() > "Talk like a pirate.".len() + 10, "layered on top of the core prompt");
+    assert!(!system_of(&reqs[1]).contains("pirate"), "ephemeral: not in the next turn: {}", reqs[1]);
+    assert!(!reqs[1].to_string().contains("pirate"), "never stored in the transcript: {}", reqs[1]);
+    // /v1/responses: `instructions`, carried forward along previous_response_id as Hermes does.
+    let (s, b, _) = post_raw(&gw, "/v1/responses", &h[..1], json!({"input": "one", "instructions": "Answer in French."}).to_string()).await;
+    assert_eq!(s, 200, "{b}");
+    let prev = b["id"].as_str().unwrap();
+    let (s, b, _) = post_raw(&gw, "/v1/responses", &h[..1], json!({"input": "two", "previous_response_id": prev}).to_string()).await;
+    assert_eq!(s, 200, "{b}");
+    let reqs = llm.requests();
+    assert!(system_of(&reqs[2]).contains("Answer in French."), "{}", reqs[2]);
+    assert!(system_of(&reqs[3]).contains("Answer in French."), "carried forward: {}", reqs[3]);
+    let users: Vec<String> = reqs[3]["messages"].as_array().unwrap().iter().map(|m| m.to_string()).collect();
+    assert!(users.iter().all(|m| !m.contains("French") || m.contains("\"system\"")), "not stored: {users:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_stream_through_the_openai_sdk_and_are_stored() {
+    let Some(python) = sdk_python() else {
+        println!("SKIPPED: HZ_API_SDK_PY is not set (scripts/test.sh makes target/api-sdk-venv)");
+        return;
+    };
+    let (_home, llm, gw) = gateway("api-resp-stream").await;
+    let r = run_py(&python, "api_openai_responses_stream.py", &gw.base).await;
+    let events: Vec<&str> = r["helper"]["events"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert_eq!(events.first(), Some(&"response.created"), "{events:?}");
+    assert_eq!(events.last(), Some(&"response.completed"), "{events:?}");
+    for kind in ["response.output_item.added", "response.output_text.delta", "response.output_text.done", "response.output_item.done"] {
+        assert!(events.contains(&kind), "{kind} missing: {events:?}");
+    }
+    assert!(events.iter().filter(|e| **e == "response.output_text.delta").count() >= 2, "streamed in pieces: {events:?}");
+    assert_eq!((r["helper"]["text"].as_str(), r["helper"]["status"].as_str()), (Some("echo: stream me"), Some("completed")));
+    assert!(system_of(&llm.requests()[0]).contains("be brief"), "instructions reach the model");
+    let c = &r["create"];
+    assert_eq!(
+        (c["text"].as_str(), c["done_text"].as_str(), c["completed_text"].as_str()),
+        (Some("echo: again"), Some("echo: again"), Some("echo: again")),
+        "{r}"
+    );
+    assert_eq!(c["seqs_ok"], true, "sequence numbers 0, 1, 2, …: {r}");
+    assert_eq!(c["usage"], 15, "{r}");
+    assert_eq!(r["retrieved"], json!({"id": c["id"], "status": "completed", "text": "echo: again"}), "stored at the end");
+    // The chain continued the first streamed response's session, instructions carried forward.
+    let last = llm.requests().last().unwrap().clone();
+    let users: Vec<&str> =
+        last["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "user").filter_map(|m| m["content"].as_str()).collect();
+    assert_eq!(users, ["stream me", "again"], "{last}");
+    assert!(system_of(&last).contains("be brief"), "{last}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_stream_interrupts_its_turn_and_frees_the_session() {
+    let (_home, llm, gw) = gateway("api-drop").await;
+    let auth = format!("Bearer {}", common::API_KEY);
+    llm.slow_when(60_000, |b| b["messages"].as_array().and_then(|m| m.last()).is_some_and(|m| m["content"] == "take your time"));
+    let body = json!({"messages": [{"role": "user", "content": "take your time"}], "stream": true}).to_string();
+    let mut r = gw
+        .http
+        .post(format!("{}/v1/chat/completions", gw.base))
+        .header("authorization", &auth)
+        .header("X-Hermes-Session-Id", "drop-1")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let first = tokio::time::timeout(Duration::from_secs(10), r.chunk()).await.unwrap().unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&first).contains(r#""role":"assistant""#), "the role chunk came first");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while llm.requests().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the model was asked in time");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let dropped = std::time::Instant::now();
+    drop(r);
+    // The server learns of the drop at its next write, the keepalive (30 s, as Hermes); the
+    // turn is then interrupted and its lease released, long before the slow model call
+    // (60 s) would have ended. A request then runs a turn (a busy session would answer 409).
+    tokio::time::sleep(Duration::from_secs(38).saturating_sub(dropped.elapsed())).await;
+    let h = [("authorization", auth.as_str()), ("X-Hermes-Session-Id", "drop-1")];
+    let ok = json!({"messages": [{"role": "user", "content": "quick one"}]}).to_string();
+    let (s, answer, _) = post_raw(&gw, "/v1/chat/completions", &h, ok).await;
+    assert_eq!(s, 200, "the interrupted turn let go of the session: {answer}");
+    assert!(dropped.elapsed() < Duration::from_secs(55), "interrupted, not waited out");
+    assert_eq!(answer["choices"][0]["message"]["content"], "echo: quick one", "{answer}");
+    // The interrupted turn's answer never came, so none is in the next turn's context.
+    let last = llm.requests().last().unwrap().clone();
+    let assistant: Vec<&Value> = last["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "assistant").collect();
+    assert!(assistant.iter().all(|m| !m.to_string().contains("echo: take your time")), "{last}");
+    assert_eq!(llm.calls(), 2, "one model call each");
+}

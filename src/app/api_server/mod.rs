@@ -4,6 +4,7 @@
 //! usage) on platform `api`, the session's stored history being the context — and the stored
 //! responses of `/v1/responses` (`responses.rs`).
 
+mod interrupt;
 mod responses;
 
 pub use responses::StoredResponse;
@@ -27,6 +28,8 @@ pub struct ApiTurn {
     pub session_key: Option<String>,
     /// The turn's input.
     pub text: String,
+    /// Hermes' ephemeral system prompt: added to this turn's system prompt only, never stored.
+    pub system: Option<String>,
 }
 
 /// A session named by `/api/sessions/{session_id}`: the conversation record, and the entry
@@ -82,7 +85,7 @@ impl App {
             reply: ReplyPath::Caller,
             attachments: Vec::new(),
         };
-        self.handle_inbound_streaming(msg, sink).await
+        self.handle_inbound_with(msg, sink, turn.system).await
     }
 
     /// The model name the API server advertises (Hermes: the profile's name, else

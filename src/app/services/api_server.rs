@@ -56,4 +56,10 @@ impl ApiServer {
     pub async fn delete_response(&self, id: &str) -> Result<bool, AppError> {
         self.app.response_delete(id).await
     }
+
+    /// Asks the turn running in Hermes session `session_id` to stop (its SSE client went
+    /// away); false when none runs.
+    pub async fn interrupt(&self, session_id: &str) -> Result<bool, AppError> {
+        self.app.api_interrupt(session_id).await
+    }
 }

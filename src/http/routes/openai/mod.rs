@@ -4,8 +4,10 @@
 //! in it (before any body is read), the JSON body reading and Hermes' session headers.
 
 pub mod chat;
+mod live;
 pub mod models;
 pub mod responses;
+mod responses_sse;
 mod sse;
 
 use crate::app::AppError;

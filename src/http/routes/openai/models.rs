@@ -44,7 +44,7 @@ pub async fn capabilities(_: OpenAiKey, State(s): State<Arc<HttpState>>) -> Json
             "chat_completions": true,
             "chat_completions_streaming": true,
             "responses_api": true,
-            "responses_streaming": false,
+            "responses_streaming": true,
             "run_submission": false,
             "run_status": false,
             "run_events_sse": false,

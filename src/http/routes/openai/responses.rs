@@ -1,12 +1,14 @@
 //! `POST /v1/responses`, `GET` and `DELETE /v1/responses/{id}`: OpenAI's Responses API as
 //! Hermes serves it. A response chain is one session: `previous_response_id` continues the
 //! session its response ran in (its stored history is the context) and carries its
-//! `instructions` forward; `store: false` keeps the response out of the store.
+//! `instructions` forward; `store: false` keeps the response out of the store. `stream: true`
+//! answers with Hermes' Responses SSE events (`responses_sse.rs`).
 
 use crate::app::api_server::{ApiTurn, StoredResponse};
 use crate::core::api_server::parse_responses;
 use crate::http::HttpState;
 use crate::http::routes::openai::chat::echo;
+use crate::http::routes::openai::responses_sse::{Envelope, responses_stream};
 use crate::http::routes::openai::{OpenAiError, OpenAiKey, answer_text, json_body, not_run, random_id, session_key_header};
 use axum::Json;
 use axum::body::Bytes;
@@ -28,13 +30,6 @@ pub async fn create(
     let key = session_key_header(&headers)?;
     let body = json_body(body)?;
     let input = parse_responses(&body)?;
-    if input.stream {
-        return Err(OpenAiError::invalid(
-            StatusCode::BAD_REQUEST,
-            "'stream' is not supported on /v1/responses by this gateway yet; use /v1/chat/completions for streaming.",
-        )
-        .code("unsupported_parameter"));
-    }
     let api = s.app.api_server();
     let (session_id, instructions) = match &input.previous {
         Some(p) => {
@@ -46,7 +41,13 @@ pub async fn create(
         }
         None => (random_id("", 32), input.instructions),
     };
-    let turn = ApiTurn { session_id: session_id.clone(), session_key: key.clone(), text: input.input };
+    // Hermes: `instructions` (or the chain's) are this turn's ephemeral system prompt.
+    let turn = ApiTurn { session_id: session_id.clone(), session_key: key.clone(), text: input.input, system: instructions.clone() };
+    let model = body.get("model").and_then(Value::as_str).map_or_else(|| api.model(), str::to_string);
+    if input.stream {
+        let env = Envelope { id: api.new_response_id(), created_at: s.app.now().timestamp(), model, store: input.store, instructions };
+        return Ok(responses_stream(api, turn, env));
+    }
     let out = api.turn(turn, None).await.map_err(|e| OpenAiError::from(e).echo(&session_id, key.as_deref()))?;
     if let Some(e) = not_run(&out) {
         return Err(e.echo(&session_id, key.as_deref()));
@@ -58,7 +59,7 @@ pub async fn create(
         "object": "response",
         "status": "completed",
         "created_at": s.app.now().timestamp(),
-        "model": body.get("model").and_then(Value::as_str).map_or_else(|| api.model(), str::to_string),
+        "model": model,
         "output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": answer_text(&out)}]}],
         "usage": {"input_tokens": i, "output_tokens": o, "total_tokens": i + o},
     });
