@@ -23,7 +23,7 @@ fn api_message(text: &str) -> Inbound {
 }
 
 fn chat(text: &str) -> ApiTurn {
-    ApiTurn { session_id: "api-0123456789abcdef".into(), session_key: None, text: text.into() }
+    ApiTurn { session_id: "api-0123456789abcdef".into(), session_key: None, text: text.into(), system: None }
 }
 
 fn total(c: &Counts) -> u64 {

@@ -5,8 +5,10 @@
 //! responses of `/v1/responses` (`responses.rs`).
 
 mod responses;
+mod session_chat;
 
 pub use responses::StoredResponse;
+pub use session_chat::ChatTarget;
 
 use crate::app::{App, AppError, Inbound, Outcome, ReplyPath};
 use crate::core::api_server::chat_id_for;
@@ -27,6 +29,8 @@ pub struct ApiTurn {
     pub session_key: Option<String>,
     /// The turn's input.
     pub text: String,
+    /// Hermes' ephemeral system prompt: added to this turn's system prompt only, never stored.
+    pub system: Option<String>,
 }
 
 /// A session named by `/api/sessions/{session_id}`: the conversation record, and the entry
@@ -82,7 +86,7 @@ impl App {
             reply: ReplyPath::Caller,
             attachments: Vec::new(),
         };
-        self.handle_inbound_streaming(msg, sink).await
+        self.handle_inbound_with(msg, sink, turn.system).await
     }
 
     /// The model name the API server advertises (Hermes: the profile's name, else

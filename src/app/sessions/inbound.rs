@@ -97,8 +97,20 @@ impl App {
     /// `sink` its turn's reply streams into (docs/design.md#streaming).
     pub(in crate::app) async fn handle_inbound_streaming(
         &self,
+        msg: Inbound,
+        sink: Option<Arc<dyn StreamTarget>>,
+    ) -> Result<Outcome, AppError> {
+        self.handle_inbound_with(msg, sink, None).await
+    }
+
+    /// [`App::handle_inbound_streaming`] with an `ephemeral` system prompt (Hermes'
+    /// `ephemeral_system_prompt` of the API server): added to this message's own turn only,
+    /// never stored; a message that waits in the queue runs later without it.
+    pub(in crate::app) async fn handle_inbound_with(
+        &self,
         mut msg: Inbound,
         sink: Option<Arc<dyn StreamTarget>>,
+        ephemeral: Option<String>,
     ) -> Result<Outcome, AppError> {
         if msg.text.trim().is_empty() && msg.attachments.is_empty() {
             return Err(AppError::BadRequest("`text` must not be empty".into()));
@@ -161,7 +173,7 @@ impl App {
         self.inner.live.register(&key, &token, &entry.origin);
         // After the register, so a drain that starts now waits for this turn.
         crate::app::sessions::accept::accepted();
-        let report = match self.one_turn_replying(&entry, msg.reply, sink).await {
+        let report = match self.one_turn_replying(&entry, msg.reply, sink, ephemeral.as_deref()).await {
             Ok(r) => r,
             Err(e) => {
                 let _ = self.update_leased(&key, &token, &[], |e| e.lease = None).await;

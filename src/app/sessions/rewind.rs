@@ -130,7 +130,7 @@ impl App {
         self.truncate(entry, at + 1).await?;
         // A transport that must not wait for a whole turn may answer now (as for a message).
         crate::app::sessions::accept::accepted();
-        let report = self.one_turn_replying(entry, msg.reply, None).await?;
+        let report = self.one_turn_replying(entry, msg.reply, None, None).await?;
         self.continue_or_release(entry.session_key.clone(), token.to_string(), report.held).await?;
         out.reply = Some(report.reply);
         out.notices.extend(report.notices);

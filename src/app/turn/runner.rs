@@ -56,7 +56,7 @@ impl App {
     /// notices for resets and resumes, the agent loop within its budget, the success update,
     /// and delivery to the origin.
     pub(in crate::app) async fn one_turn(&self, entry: &SessionEntry) -> Result<TurnReport, AppError> {
-        self.one_turn_replying(entry, ReplyPath::Origin, None).await
+        self.one_turn_replying(entry, ReplyPath::Origin, None, None).await
     }
 
     /// The system notes (reset, resume) of a turn, and the notices the user sees first.
@@ -83,11 +83,13 @@ impl App {
     /// send is fenced by the entry's lease epoch; a turn that lost it stops and sends nothing.
     /// A caller that answers the message itself may hand a `sink` its reply streams into;
     /// the notices then go there first and the report says the caller has nothing to show.
+    /// An `ephemeral` system prompt is added to this turn's system prompt only.
     pub(in crate::app) async fn one_turn_replying(
         &self,
         entry: &SessionEntry,
         path: ReplyPath,
         sink: Option<Arc<dyn StreamTarget>>,
+        ephemeral: Option<&str>,
     ) -> Result<TurnReport, AppError> {
         let key = &entry.session_key;
         let Some(fence) = entry.fence() else { return Err(lost(key)) };
@@ -107,7 +109,7 @@ impl App {
         }
         let renewal = self.renew_in_background(&fence);
         let started = self.inner.clock.now();
-        let result = self.run_agent(entry, &fence, path, notes, plan).await;
+        let result = self.run_agent(entry, &fence, path, notes, plan, ephemeral).await;
         drop(renewal);
         match result {
             Ok(mut out) => {
@@ -159,13 +161,18 @@ impl App {
         path: ReplyPath,
         notes: Vec<String>,
         plan: Option<StreamPlan>,
+        ephemeral: Option<&str>,
     ) -> Result<TurnOutput, AppError> {
         let budget = crate::app::budget::turn_budget(StdDuration::from_secs(TURN_BUDGET_SECS as u64));
         // One read for the whole context: transcript tail, memory snapshot, summary index.
         let read = crate::app::turn::context::read(self, &entry.session_id).await?;
         let snapshot = read.notes.get(crate::app::memory::SNAPSHOT_NOTE).map(String::as_str);
         let skills = read.notes.get(crate::app::skills::SKILLS_NOTE).map(String::as_str);
-        let system = self.chat_system_prompt_from(&entry.session_id, Some(snapshot), Some(skills), Some(&entry.origin)).await;
+        let mut system = self.chat_system_prompt_from(&entry.session_id, Some(snapshot), Some(skills), Some(&entry.origin)).await;
+        // Hermes layers the ephemeral prompt on top of the core one at call time, unstored.
+        if let Some(e) = ephemeral.filter(|e| !e.trim().is_empty()) {
+            system = format!("{system}\n\n{e}").trim().to_string();
+        }
         let choice = self.turn_model(entry).await;
         let spec = TurnSpec {
             session_id: &entry.session_id,

@@ -36,7 +36,7 @@ pub async fn completions(
     };
     let api = s.app.api_server();
     let model = body.get("model").and_then(|m| m.as_str()).map_or_else(|| api.model(), str::to_string);
-    let turn = ApiTurn { session_id: session_id.clone(), session_key: key.clone(), text: input.input };
+    let turn = ApiTurn { session_id: session_id.clone(), session_key: key.clone(), text: input.input, system: None };
     let (id, created) = (random_id("chatcmpl-", 29), s.app.now().timestamp());
     if input.stream {
         return Ok(sse::chat_stream(api, turn, sse::Chunk { id, created, model }));

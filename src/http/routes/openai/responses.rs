@@ -46,7 +46,7 @@ pub async fn create(
         }
         None => (random_id("", 32), input.instructions),
     };
-    let turn = ApiTurn { session_id: session_id.clone(), session_key: key.clone(), text: input.input };
+    let turn = ApiTurn { session_id: session_id.clone(), session_key: key.clone(), text: input.input, system: None };
     let out = api.turn(turn, None).await.map_err(|e| OpenAiError::from(e).echo(&session_id, key.as_deref()))?;
     if let Some(e) = not_run(&out) {
         return Err(e.echo(&session_id, key.as_deref()));

@@ -1,30 +1,19 @@
 //! The SSE answer of `/v1/chat/completions` with `stream: true`, as Hermes writes it: a role
 //! chunk, `chat.completion.chunk` deltas as the model streams (the turn hands them to a
-//! live [`StreamTarget`]), `event: hermes.tool.progress` events around each tool call,
+//! live sink, `live.rs`), `event: hermes.tool.progress` events around each tool call,
 //! `: keepalive` comments after 30 s of silence, a finish chunk (`stop`, or `error` with
 //! Hermes' `error` and `hermes` objects) with the usage, and `data: [DONE]`.
 
 use crate::app::api_server::ApiTurn;
 use crate::app::{ApiServer, AppError, Outcome};
-use crate::http::routes::openai::chat::echo;
+use crate::http::routes::openai::live::{self, Frame, KEEPALIVE, Next, ToolStep};
 use crate::http::routes::openai::{OpenAiError, answer_text, not_run, usage};
-use crate::ports::{DeliveryError, StreamTarget};
-use async_trait::async_trait;
-use axum::body::{Body, Bytes};
-use axum::http::{HeaderValue, header};
+use axum::body::Bytes;
 use axum::response::Response;
 use serde_json::{Value, json};
-use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::Arc;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::sync::mpsc;
-
-/// Silence after which a keepalive comment goes out (Hermes'
-/// `CHAT_COMPLETIONS_SSE_KEEPALIVE_SECONDS`).
-pub const KEEPALIVE: Duration = Duration::from_secs(30);
 
 /// What every chunk of one completion repeats.
 #[derive(Debug, Clone)]
@@ -37,96 +26,20 @@ pub struct Chunk {
     pub model: String,
 }
 
-/// One thing for the stream to write.
-enum Frame {
-    Delta(String),
-    Tool(Value),
-    End(Result<Outcome, AppError>),
-}
-
-/// The turn's live stream target: each model delta becomes a content chunk.
-struct SseSink {
-    tx: mpsc::UnboundedSender<Frame>,
-    /// What each streamed message has shown so far (the editor sends whole texts).
-    shown: Mutex<HashMap<String, String>>,
-    next: AtomicU64,
-}
-
-impl SseSink {
-    fn emit(&self, t: &str) {
-        if !t.is_empty() {
-            let _ = self.tx.send(Frame::Delta(t.to_string()));
-        }
-    }
-}
-
-#[async_trait]
-impl StreamTarget for SseSink {
-    fn parts(&self, text: &str) -> Vec<String> {
-        vec![text.to_string()]
-    }
-
-    async fn send_one(&self, part: &str) -> Result<Option<String>, DeliveryError> {
-        let id = self.next.fetch_add(1, Ordering::Relaxed).to_string();
-        self.shown.lock().map_err(|_| DeliveryError::Permanent("poisoned".into()))?.insert(id.clone(), part.to_string());
-        self.emit(part);
-        Ok(Some(id))
-    }
-
-    async fn edit(&self, message_id: &str, text: &str) -> Result<(), DeliveryError> {
-        let rest = {
-            let mut shown = self.shown.lock().map_err(|_| DeliveryError::Permanent("poisoned".into()))?;
-            let prev = shown.entry(message_id.to_string()).or_default();
-            // Only growth can be streamed; a rewrite keeps what was shown.
-            let rest = text.strip_prefix(prev.as_str()).map(str::to_string);
-            if rest.is_some() {
-                *prev = text.to_string();
-            }
-            rest
-        };
-        self.emit(rest.as_deref().unwrap_or(""));
-        Ok(())
-    }
-
-    async fn send(&self, text: &str) -> Result<(), DeliveryError> {
-        self.emit(text);
-        Ok(())
-    }
-
-    fn live(&self) -> bool {
-        true
-    }
-
-    fn tool_progress(&self, call_id: &str, tool: &str, _args: &str, done: bool) {
-        // Hermes keeps internal tools (`_…`) and id-less calls off the wire.
-        if call_id.is_empty() || tool.starts_with('_') {
-            return;
-        }
-        let ev = if done {
-            json!({"tool": tool, "toolCallId": call_id, "status": "completed"})
-        } else {
-            json!({"tool": tool, "emoji": "⚡", "label": tool, "toolCallId": call_id, "status": "running"})
-        };
-        let _ = self.tx.send(Frame::Tool(ev));
+/// A tool step as Hermes' `hermes.tool.progress` event.
+fn tool_event(t: ToolStep<'_>) -> Value {
+    if t.done {
+        json!({"tool": t.tool, "toolCallId": t.call_id, "status": "completed"})
+    } else {
+        json!({"tool": t.tool, "emoji": "⚡", "label": t.tool, "toolCallId": t.call_id, "status": "running"})
     }
 }
 
 /// Starts `turn` with a live sink and answers with its SSE stream.
 pub fn chat_stream(api: ApiServer, turn: ApiTurn, chunk: Chunk) -> Response {
-    let (tx, rx) = mpsc::unbounded_channel();
-    let sink = Arc::new(SseSink { tx: tx.clone(), shown: Mutex::new(HashMap::new()), next: AtomicU64::new(0) });
     let (session_id, key) = (turn.session_id.clone(), turn.session_key.clone());
-    tokio::spawn(async move {
-        let r = api.turn(turn, Some(sink)).await;
-        let _ = tx.send(Frame::End(r));
-    });
-    let mut resp = Response::new(Body::from_stream(body_stream(rx, chunk, KEEPALIVE)));
-    let h = resp.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    h.insert("X-Accel-Buffering", HeaderValue::from_static("no"));
-    echo(h, &session_id, key.as_deref());
-    resp
+    let rx = live::start(api, turn, tool_event);
+    live::response(body_stream(rx, chunk, KEEPALIVE), &session_id, key.as_deref())
 }
 
 struct St {
@@ -153,15 +66,15 @@ fn body_stream(
             let role = data(&st.chunk, json!({"role": "assistant"}), Value::Null, None);
             return Some((Ok(role), st));
         }
-        let bytes = match tokio::time::timeout(st.keepalive, st.rx.recv()).await {
-            Err(_) => Bytes::from_static(b": keepalive\n\n"),
-            Ok(Some(Frame::Delta(t))) => data(&st.chunk, json!({"content": t}), Value::Null, None),
-            Ok(Some(Frame::Tool(v))) => Bytes::from(format!("event: hermes.tool.progress\ndata: {v}\n\n")),
-            Ok(Some(Frame::End(r))) => {
+        let bytes = match live::next(&mut st.rx, st.keepalive).await {
+            Next::Idle => Bytes::from_static(live::KEEPALIVE_COMMENT),
+            Next::Frame(Frame::Delta(t)) => data(&st.chunk, json!({"content": t}), Value::Null, None),
+            Next::Frame(Frame::Tool(v)) => Bytes::from(format!("event: hermes.tool.progress\ndata: {v}\n\n")),
+            Next::Frame(Frame::End(r)) => {
                 st.done = true;
                 finish(&st.chunk, r)
             }
-            Ok(None) => {
+            Next::Closed => {
                 st.done = true;
                 finish(&st.chunk, Err(AppError::Model(crate::ports::LlmError::BadResponse("the turn ended without an answer".into()))))
             }
