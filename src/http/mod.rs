@@ -73,6 +73,8 @@ pub fn router(state: Arc<HttpState>) -> Router {
         .route("/v1/responses", post(routes::openai::responses::create))
         .route("/v1/responses/{id}", get(routes::openai::responses::show).delete(routes::openai::responses::remove))
         .route("/api/sessions/{session_id}/messages", get(routes::session_messages::messages))
+        .route("/api/sessions/{session_id}/chat", post(routes::openai::session_chat::chat))
+        .route("/api/sessions/{session_id}/chat/stream", post(routes::openai::session_chat::chat_stream))
         .route("/webhooks/{route}", post(hooks::receive))
         .merge(routes::webhooks::routes(&state.channels))
         .merge(routes::ui::routes())

@@ -6,8 +6,10 @@
 
 mod interrupt;
 mod responses;
+mod session_chat;
 
 pub use responses::StoredResponse;
+pub use session_chat::ChatTarget;
 
 use crate::app::{App, AppError, Inbound, Outcome, ReplyPath};
 use crate::core::api_server::chat_id_for;

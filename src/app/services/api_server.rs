@@ -1,7 +1,8 @@
 //! [`ApiServer`]: what the OpenAI-compatible routes (CONTRACT §15) do with the app.
 
-use crate::app::api_server::{ApiSession, ApiTurn, StoredResponse};
+use crate::app::api_server::{ApiSession, ApiTurn, ChatTarget, StoredResponse};
 use crate::app::{App, AppError, Outcome};
+use crate::core::session::Message;
 use crate::ports::StreamTarget;
 use std::sync::Arc;
 
@@ -30,6 +31,18 @@ impl ApiServer {
     /// session id of the API server; `None` when neither names one.
     pub async fn session(&self, id: &str) -> Result<Option<ApiSession>, AppError> {
         self.app.api_session(id).await
+    }
+
+    /// Where a session chat for `/api/sessions/{id}` goes (a turn's Hermes session id, or
+    /// why none runs); `None` when no session has that id.
+    pub async fn chat_target(&self, id: &str) -> Result<Option<ChatTarget>, AppError> {
+        self.app.api_chat_target(id).await
+    }
+
+    /// The assistant and tool messages that answered user message `text` in conversation
+    /// `session_id` (a session chat stream's `run.completed`).
+    pub async fn turn_messages(&self, session_id: &str, text: &str) -> Result<Vec<Message>, AppError> {
+        self.app.api_turn_messages(session_id, text).await
     }
 
     /// The model name `/v1/models` and `/v1/capabilities` advertise.

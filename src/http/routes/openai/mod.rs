@@ -1,6 +1,6 @@
 //! The OpenAI-compatible API server (CONTRACT §15, Hermes' `gateway/platforms/api_server.py`):
 //! `/v1/chat/completions` (JSON and SSE), `/v1/models`, `/v1/capabilities`, `/health`,
-//! `/v1/health` and `/v1/responses`. Owns OpenAI's error shape, the bearer check that answers
+//! `/v1/health`, `/v1/responses` and the session chat (`/api/sessions/{id}/chat`, `/chat/stream`). Owns OpenAI's error shape, the bearer check that answers
 //! in it (before any body is read), the JSON body reading and Hermes' session headers.
 
 pub mod chat;
@@ -8,6 +8,8 @@ mod live;
 pub mod models;
 pub mod responses;
 mod responses_sse;
+pub mod session_chat;
+mod session_stream;
 mod sse;
 
 use crate::app::AppError;

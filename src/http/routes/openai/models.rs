@@ -53,8 +53,8 @@ pub async fn capabilities(_: OpenAiKey, State(s): State<Arc<HttpState>>) -> Json
             "tool_progress_events": true,
             "approval_events": false,
             "session_resources": false,
-            "session_chat": false,
-            "session_chat_streaming": false,
+            "session_chat": true,
+            "session_chat_streaming": true,
             "session_fork": false,
             "admin_config_rw": false,
             "jobs_admin": false,
@@ -71,6 +71,8 @@ pub async fn capabilities(_: OpenAiKey, State(s): State<Arc<HttpState>>) -> Json
             "models": route("GET", "/v1/models"),
             "chat_completions": route("POST", "/v1/chat/completions"),
             "responses": route("POST", "/v1/responses"),
+            "session_chat": route("POST", "/api/sessions/{session_id}/chat"),
+            "session_chat_stream": route("POST", "/api/sessions/{session_id}/chat/stream"),
         },
     }))
 }
