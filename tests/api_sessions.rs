@@ -1,9 +1,8 @@
 //! `/api/sessions` in Hermes' shapes (CONTRACT §15, `gateway/platforms/api_server.py`)
 //! through the real binary: a session created over the API is the one a later
 //! `/v1/chat/completions` with `X-Hermes-Session-Id` continues; get and list show its
-//! messages; patch, fork (the transcript carried, the source `branched`), delete; the CLI's
-//! `sessions list --json` prints the same objects; and the refusals, each with nothing
-//! stored and no turn.
+//! messages; patch, fork (the transcript carried, the source `branched`), delete; a delete
+//! while a turn runs; and the refusals, each with nothing stored and no turn.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -67,7 +66,7 @@ fn roles_and_texts(list: &Value) -> Vec<(String, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_chat_patch_fork_delete() {
-    let (home, llm, gw) = gateway("api-sessions").await;
+    let (_home, llm, gw) = gateway("api-sessions").await;
     let (s, older) = send(&gw, "POST", "/api/sessions", json!({"session_id": "older", "title": "Older"})).await;
     assert_eq!(s, 201, "{older}");
     let (s, v) = send(&gw, "POST", "/api/sessions", json!({"id": "my-chat", "title": "  Trip\nplans ", "model": "m1"})).await;
@@ -139,12 +138,6 @@ async fn create_chat_patch_fork_delete() {
     // The fork continues with the carried history.
     assert_eq!(chat(&gw, "my-fork", "again").await, "echo: again");
     assert_eq!(users(llm.requests().last().unwrap()), ["hello", "again"]);
-
-    // The CLI prints the objects the API shows.
-    let out = common::cli(home.path(), &["sessions", "list", "--json"], &[]);
-    let printed: Vec<Value> = serde_json::from_str(&common::stdout(&out)).unwrap();
-    let (_, list) = call(&gw, "GET", "/api/sessions", None, None).await;
-    assert_eq!(Value::Array(printed), list["data"]);
 
     let (s, v) = call(&gw, "DELETE", "/api/sessions/my-chat", None, None).await;
     assert_eq!((s, v), (200, json!({"object": "hermes.session.deleted", "id": "my-chat", "deleted": true})));

@@ -150,15 +150,17 @@ async fn sessions(app: App, action: SessionsCmd) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `sessions list [--json]`: every session key with its current session, newest first; with
-/// `--json`, every session as `GET /api/sessions` shows it, most recently active first.
+/// `sessions list [--json]`: every session key with its current session, newest first.
 async fn list_sessions(app: &App, json: bool) -> anyhow::Result<()> {
     let sessions = app.sessions();
     let entries = sessions.list(1000).await?;
     if json {
-        // The session objects of `GET /api/sessions` (Hermes' shape), every one of them.
-        let q = crate::app::api_server::ListQuery { limit: crate::app::api_server::LIST_CAP, offset: 0, source: None };
-        let out = app.api_server().list_sessions(&q).await?;
+        let mut out = Vec::with_capacity(entries.len());
+        for e in &entries {
+            let mut v = serde_json::to_value(e)?;
+            v["title"] = serde_json::json!(sessions.record(&e.session_id).await?.and_then(|r| r.title));
+            out.push(v);
+        }
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else if entries.is_empty() {
         println!("no sessions yet");
