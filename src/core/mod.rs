@@ -6,6 +6,7 @@
 
 pub mod access;
 pub mod api_server;
+pub mod api_sessions;
 pub mod child_env;
 pub mod commands;
 pub mod compress;

@@ -15,6 +15,7 @@
 //! - `web`: [`WebBackend`], the search vendors of `web_search` and `web_extract`.
 //! - `script`: [`ScriptRunner`], job scripts as child processes;
 //! - `speech`: [`Speaker`], `text_to_speech`'s vendor.
+//! - `session_delete`: [`SessionDeleteStore`], deleting a conversation whole, also part of [`Store`].
 
 mod delivery;
 mod fetch;
@@ -23,6 +24,7 @@ mod keys;
 mod llm;
 mod mcp;
 mod script;
+mod session_delete;
 mod speech;
 mod store;
 mod stt;
@@ -36,6 +38,7 @@ pub use keys::JwksSource;
 pub use llm::{ChatRequest, ChatResponse, Llm, LlmError, ModelRoute, TextSink, ToolSpec};
 pub use mcp::{McpCallResult, McpConnector, McpEndpoint, McpError, McpSession, McpTool};
 pub use script::{ScriptError, ScriptOutput, ScriptRunner, ScriptSpec};
+pub use session_delete::{Deleted, SessionDeleteStore};
 pub use speech::{Speaker, SpeechError};
 pub use store::{
     Appended, Claim, Counts, InboundId, JobStore, LedgerStore, MAX_SESSION_NOTES, MetaStore, QueueStore, QueuedItem, SearchHit,

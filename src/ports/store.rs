@@ -179,7 +179,9 @@ pub enum Claim {
 
 /// The whole store: every concern on one backing store, plus its name. The app holds it as
 /// `Arc<dyn Store>`; adapters implement each concern's trait and this one.
-pub trait Store: SessionStore + QueueStore + JobStore + LedgerStore + MetaStore + TurnStore + crate::ports::FireStore {
+pub trait Store:
+    SessionStore + QueueStore + JobStore + LedgerStore + MetaStore + TurnStore + crate::ports::FireStore + crate::ports::SessionDeleteStore
+{
     /// `sqlite` or `dynamodb`.
     fn kind(&self) -> &'static str;
 }

@@ -234,3 +234,10 @@ impl crate::ports::TurnStore for CountingStore {
         fwd!(self, turn_put_note(id, name, v))
     }
 }
+
+#[async_trait]
+impl crate::ports::SessionDeleteStore for CountingStore {
+    async fn delete_session(&self, id: &SessionId) -> Result<crate::ports::Deleted, StoreError> {
+        fwd!(self, delete_session(id))
+    }
+}

@@ -1,15 +1,20 @@
 //! The OpenAI-compatible API server's use cases (CONTRACT §15, Hermes'
 //! `gateway/platforms/api_server.py`): one chat turn for a Hermes session id — the same
 //! inbound path every channel takes (lease, queue, interrupt, tools, streaming, fencing,
-//! usage) on platform `api`, the session's stored history being the context — and the stored
-//! responses of `/v1/responses` (`responses.rs`).
+//! usage) on platform `api`, the session's stored history being the context — the stored
+//! responses of `/v1/responses` (`responses.rs`), and the `/api/sessions` resource
+//! (`sessions.rs` reads it, `session_edit.rs` changes it).
 
 mod interrupt;
 mod responses;
 mod session_chat;
+mod session_edit;
+mod sessions;
 
 pub use responses::StoredResponse;
 pub use session_chat::ChatTarget;
+pub use session_edit::{CreateSession, ForkSession, PatchSession};
+pub use sessions::{LIST_CAP, ListQuery, SessionsError};
 
 use crate::app::{App, AppError, Inbound, Outcome, ReplyPath};
 use crate::core::api_server::chat_id_for;
@@ -46,7 +51,7 @@ pub struct ApiSession {
 }
 
 /// The origin of the API server's conversation for Hermes session id `session_id`.
-fn api_origin(session_id: &str) -> Result<Origin, AppError> {
+pub(in crate::app) fn api_origin(session_id: &str) -> Result<Origin, AppError> {
     Origin::new(PLATFORM, &chat_id_for(session_id), ChatType::Dm, Some(PLATFORM), None).map_err(|e| AppError::BadRequest(e.to_string()))
 }
 

@@ -1,7 +1,10 @@
 //! [`ApiServer`]: what the OpenAI-compatible routes (CONTRACT §15) do with the app.
 
-use crate::app::api_server::{ApiSession, ApiTurn, ChatTarget, StoredResponse};
+use crate::app::api_server::{
+    ApiSession, ApiTurn, ChatTarget, CreateSession, ForkSession, ListQuery, PatchSession, SessionsError, StoredResponse,
+};
 use crate::app::{App, AppError, Outcome};
+use crate::core::api_sessions::SessionView;
 use crate::core::session::Message;
 use crate::ports::StreamTarget;
 use std::sync::Arc;
@@ -74,5 +77,40 @@ impl ApiServer {
     /// away); false when none runs.
     pub async fn interrupt(&self, session_id: &str) -> Result<bool, AppError> {
         self.app.api_interrupt(session_id).await
+    }
+
+    /// A page of every session, most recently active first (`GET /api/sessions`).
+    pub async fn list_sessions(&self, q: &ListQuery) -> Result<Vec<SessionView>, SessionsError> {
+        self.app.api_sessions_list(q).await
+    }
+
+    /// The session `id` names, as `/api/sessions/{id}` shows it.
+    pub async fn session_view(&self, id: &str) -> Result<SessionView, SessionsError> {
+        Ok(self.app.api_session_view(id).await?.1)
+    }
+
+    /// The transcript of the session `id` names, with the id it is shown by.
+    pub async fn session_messages(&self, id: &str) -> Result<(String, Vec<Message>), SessionsError> {
+        self.app.api_session_messages(id).await
+    }
+
+    /// Creates an API server session with an empty transcript.
+    pub async fn create_session(&self, c: CreateSession) -> Result<SessionView, SessionsError> {
+        self.app.api_session_create(c).await
+    }
+
+    /// Sets the title and/or ends the session `id` names.
+    pub async fn patch_session(&self, id: &str, p: PatchSession) -> Result<SessionView, SessionsError> {
+        self.app.api_session_patch(id, p).await
+    }
+
+    /// Deletes the session `id` names, whole.
+    pub async fn delete_session(&self, id: &str) -> Result<(), SessionsError> {
+        self.app.api_session_delete(id).await
+    }
+
+    /// Forks the session `id` names into a new API server session.
+    pub async fn fork_session(&self, id: &str, f: ForkSession) -> Result<SessionView, SessionsError> {
+        self.app.api_session_fork(id, f).await
     }
 }

@@ -623,8 +623,9 @@
     const data = await api('GET', `api/sessions/${encodeURIComponent(s.session_id)}`);
     const rec = data.session || {};
     $('transcript-title').textContent = `Transcript — ${s.platform} ${s.chat_id}`;
-    const started = parseTime(rec.started_at);
-    $('transcript-meta').textContent = [`Session ${rec.session_id}`, started ? `started ${fmt.format(started)}` : null,
+    // `session` is Hermes' session object (epoch seconds); the row names the conversation.
+    const started = typeof rec.started_at === 'number' ? new Date(rec.started_at * 1000) : null;
+    $('transcript-meta').textContent = [`Session ${s.session_id}`, started ? `started ${fmt.format(started)}` : null,
       rec.ended_at ? `ended (${rec.end_reason || 'ended'})` : null, rec.title ? `“${rec.title}”` : null].filter(Boolean).join(' · ');
     const msgs = data.messages || [];
     $('transcript-messages').replaceChildren(...(msgs.length ? msgs.map((m) => {

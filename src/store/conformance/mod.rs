@@ -5,7 +5,7 @@
 //!
 //! The checks live by concern, as the port is split: `sessions` (session entries, records,
 //! transcripts, wake candidates), `queue`, `fence` (writes fenced by a lease epoch), `jobs` (jobs, claims, runs, ledger, once keys),
-//! `rewind` (`/undo` and `/title`), `search` (`session_search`), `fire` (the fire path's folded writes), `pairing` (compare-and-set meta records) and, here, the meta
+//! `rewind` (`/undo` and `/title`), `search` (`session_search`), `fire` (the fire path's folded writes), `pairing` (compare-and-set meta records), `session_delete` (a conversation deleted whole) and, here, the meta
 //! round trip.
 
 #![allow(clippy::unwrap_used)]
@@ -17,6 +17,7 @@ mod pairing;
 mod queue;
 mod rewind;
 mod search;
+mod session_delete;
 mod sessions;
 mod turn;
 
@@ -27,6 +28,7 @@ pub(crate) use pairing::{meta_swap, pairing_approve_race};
 pub(crate) use queue::{queue_empty_condition, queue_fifo_cap_and_dedupe};
 pub(crate) use rewind::{record_title, truncate_transcript};
 pub(crate) use search::search_messages;
+pub(crate) use session_delete::session_delete;
 pub(crate) use sessions::{atomic_entry_changes, cas_race, entry_cas, session_records, transcript_order_and_dedupe, wake_candidates};
 pub(crate) use turn::{stale_counter_hints, turn_read_and_once};
 
@@ -63,6 +65,7 @@ macro_rules! conformance_tests {
                 jobs_cas_and_due_index, claims_are_never_readmitted, runs_ledger_and_once, fenced_writes,
                 search_messages, turn_read_and_once, fire_writes, fire_finish_retention, meta_swap,
                 truncate_transcript, record_title, skipped_occurrences);
+            $crate::store::conformance::conformance_tests!(@one $fixture; session_delete);
             $crate::store::conformance::conformance_tests!(@two $fixture; cas_race, claim_race, stale_counter_hints, pairing_approve_race);
         }
     };

@@ -81,6 +81,7 @@ mod ledger;
 mod query;
 mod queue;
 mod search;
+mod session_delete;
 mod sessions;
 mod shards;
 mod table;

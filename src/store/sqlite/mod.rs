@@ -20,6 +20,7 @@ mod meta;
 mod queue;
 mod schema;
 mod search;
+mod session_delete;
 mod sessions;
 mod turn;
 
