@@ -116,10 +116,12 @@ pub fn chat_stream(api: ApiServer, turn: ApiTurn, chunk: Chunk) -> Response {
     let (tx, rx) = mpsc::unbounded_channel();
     let sink = Arc::new(SseSink { tx: tx.clone(), shown: Mutex::new(HashMap::new()), next: AtomicU64::new(0) });
     let (session_id, key) = (turn.session_id.clone(), turn.session_key.clone());
-    tokio::spawn(async move {
+    // The turn ends by the caller's deadline (a Lambda invocation's) though the answer is
+    // already on its way.
+    tokio::spawn(crate::app::budget::inherit(async move {
         let r = api.turn(turn, Some(sink)).await;
         let _ = tx.send(Frame::End(r));
-    });
+    }));
     let mut resp = Response::new(Body::from_stream(body_stream(rx, chunk, KEEPALIVE)));
     let h = resp.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
