@@ -1,6 +1,8 @@
 //! The real binary as a Lambda function, driven through a local implementation of the Lambda
-//! Runtime API (`/2018-06-01/runtime/...`): Function URL and API Gateway events served by the
-//! one router, and EventBridge fire events through the shared fire path. With
+//! Runtime API (`/2018-06-01/runtime/...`, tests/common/lambda.rs): Function URL events served
+//! by the one router and answered with response streaming (an SSE answer as it is made, and
+//! the real API clients through a local Function URL), API Gateway events answered buffered,
+//! and EventBridge fire events through the shared fire path. With
 //! `HZ_MOTO_ENDPOINT` (scripts/test.sh), the EventBridge timers are checked against moto too,
 //! and the function also runs on the DynamoDB store there: a message, a fire and its duplicate,
 //! a wake armed for a dead sandbox's turn, and the cold start that recovers it.
@@ -11,186 +13,16 @@
 mod common;
 
 use axum::Json;
-use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::post;
+use common::api_sdk::{check_hermes_client, check_openai_sdk, sdk_python};
+use common::lambda::{FUNCTION_ARN, Function, function_url, function_url_front, start_rapid};
+use common::sse::SseModel;
 use common::{API_KEY, FakeLlm, TempHome, moto_endpoint, moto_store_env};
 use serde_json::{Value, json};
-use std::collections::{HashMap, VecDeque};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-const FUNCTION_ARN: &str = "arn:aws:lambda:us-east-1:123456789012:function:hermes-zero";
-
-/// The fake Runtime API: queued events, posted results, init errors.
-#[derive(Default)]
-struct Rapid {
-    queue: Mutex<VecDeque<(String, Value)>>,
-    results: Mutex<HashMap<String, (&'static str, Value)>>,
-    init_errors: Mutex<Vec<(String, Value)>>,
-    /// `next` requests seen: the runtime asks for the next event only after it has finished
-    /// with the previous one (response posted, settle phase done).
-    polls: std::sync::atomic::AtomicUsize,
-}
-
-async fn next(State(r): State<Arc<Rapid>>) -> Response {
-    r.polls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    loop {
-        if let Some((id, ev)) = r.queue.lock().unwrap().pop_front() {
-            let deadline = chrono::Utc::now().timestamp_millis() + 60_000;
-            let headers = [
-                ("Lambda-Runtime-Aws-Request-Id", id),
-                ("Lambda-Runtime-Deadline-Ms", deadline.to_string()),
-                ("Lambda-Runtime-Invoked-Function-Arn", FUNCTION_ARN.to_string()),
-                ("Lambda-Runtime-Trace-Id", "Root=1-00000000-000000000000000000000000".to_string()),
-            ];
-            return (headers, Json(ev)).into_response();
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-fn parse(body: &Bytes) -> Value {
-    serde_json::from_slice(body).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into()))
-}
-
-async fn response(State(r): State<Arc<Rapid>>, Path(id): Path<String>, body: Bytes) -> StatusCode {
-    r.results.lock().unwrap().insert(id, ("response", parse(&body)));
-    StatusCode::ACCEPTED
-}
-
-async fn error(State(r): State<Arc<Rapid>>, Path(id): Path<String>, body: Bytes) -> StatusCode {
-    r.results.lock().unwrap().insert(id, ("error", parse(&body)));
-    StatusCode::ACCEPTED
-}
-
-async fn init_error(State(r): State<Arc<Rapid>>, headers: HeaderMap, body: Bytes) -> StatusCode {
-    let kind = headers.get("Lambda-Runtime-Function-Error-Type").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
-    r.init_errors.lock().unwrap().push((kind, parse(&body)));
-    StatusCode::ACCEPTED
-}
-
-/// The Runtime API on 127.0.0.1:0; returns its `host:port` and state.
-async fn start_rapid() -> (String, Arc<Rapid>) {
-    let r = Arc::new(Rapid::default());
-    let app = axum::Router::new()
-        .route("/2018-06-01/runtime/invocation/next", get(next))
-        .route("/2018-06-01/runtime/invocation/{id}/response", post(response))
-        .route("/2018-06-01/runtime/invocation/{id}/error", post(error))
-        .route("/2018-06-01/runtime/init/error", post(init_error))
-        .with_state(r.clone());
-    let base = common::spawn_server(app).await;
-    (base.trim_start_matches("http://").to_string(), r)
-}
-
-/// The binary running as a Lambda function; killed on drop.
-struct Function {
-    child: Child,
-    rapid: Arc<Rapid>,
-    seq: usize,
-}
-
-impl Function {
-    fn start(api: &str, rapid: Arc<Rapid>, home: &std::path::Path, envs: &[(&str, &str)]) -> Self {
-        let mut cmd = Command::new(common::bin());
-        // The command line is ignored on Lambda: prove it.
-        cmd.args(["this", "is", "ignored"])
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("AWS_LAMBDA_RUNTIME_API", api)
-            .env("AWS_LAMBDA_FUNCTION_NAME", "hermes-zero")
-            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "512")
-            .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-            .env("AWS_LAMBDA_LOG_STREAM_NAME", "2026/12/01/[$LATEST]0123456789abcdef")
-            .env("AWS_REGION", "us-east-1")
-            .env("HERMES_HOME", home)
-            .env("API_SERVER_KEY", API_KEY)
-            .env("RUST_LOG", std::env::var("HZ_TEST_LOG").unwrap_or_else(|_| "warn".into()))
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit());
-        // A shifted-clock run (scripts/test.sh, faketime) keeps the function on the same clock
-        // as the test and the fake Runtime API.
-        for (k, v) in std::env::vars().filter(|(k, _)| k == "LD_PRELOAD" || k.starts_with("FAKETIME")) {
-            cmd.env(k, v);
-        }
-        for (k, v) in envs {
-            cmd.env(k, v);
-        }
-        Self { child: cmd.spawn().expect("spawn hermes-zero"), rapid, seq: 0 }
-    }
-
-    /// Queues one event and waits (≤ 60 s) for its result: ("response" | "error", body).
-    async fn invoke(&mut self, event: Value) -> (&'static str, Value) {
-        self.seq += 1;
-        let id = format!("req-{}", self.seq);
-        self.rapid.queue.lock().unwrap().push_back((id.clone(), event));
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Some(r) = self.rapid.results.lock().unwrap().remove(&id) {
-                return r;
-            }
-            assert!(Instant::now() < deadline, "no result for {id}");
-            assert!(self.child.try_wait().unwrap().is_none(), "the function exited");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    /// Waits (≤ 30 s) until the function has finished with the last event (it asks for the next).
-    async fn settled(&self) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while self.rapid.polls.load(std::sync::atomic::Ordering::SeqCst) <= self.seq {
-            assert!(Instant::now() < deadline, "the function did not ask for the next event");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    /// Waits (bounded) for the process to exit by itself.
-    fn wait_exit(&mut self, secs: u64) -> Option<i32> {
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        while Instant::now() < deadline {
-            if let Ok(Some(s)) = self.child.try_wait() {
-                return s.code();
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        None
-    }
-}
-
-impl Drop for Function {
-    fn drop(&mut self) {
-        self.child.kill().ok();
-        self.child.wait().ok();
-    }
-}
-
-/// A Function URL (payload format 2.0) event.
-fn function_url(method: &str, path: &str, headers: Value, body: Option<String>, base64: bool) -> Value {
-    json!({
-        "version": "2.0",
-        "routeKey": "$default",
-        "rawPath": path,
-        "rawQueryString": "",
-        "headers": headers,
-        "requestContext": {
-            "accountId": "123456789012",
-            "apiId": "abcdefghij",
-            "domainName": "abcdefghij.lambda-url.us-east-1.on.aws",
-            "domainPrefix": "abcdefghij",
-            "http": {"method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "203.0.113.7", "userAgent": "tests"},
-            "requestId": "11111111-2222-3333-4444-555555555555",
-            "routeKey": "$default",
-            "stage": "$default",
-            "time": "01/Dec/2026:08:00:00 +0000",
-            "timeEpoch": 1_796_112_000_000_i64
-        },
-        "body": body,
-        "isBase64Encoded": base64
-    })
-}
 
 /// An API Gateway REST (v1) proxy event on stage `prod`.
 fn rest_v1(method: &str, path: &str) -> Value {
@@ -308,9 +140,9 @@ async fn lambda_serves_http_events_and_fires_jobs_once() {
     let envs: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let mut f = Function::start(&api, rapid.clone(), home.path(), &envs);
 
-    // Function URL: GET /healthz.
+    // Function URL: GET /healthz, answered with response streaming (a prelude, then the body).
     let (kind, resp) = f.invoke(function_url("GET", "/healthz", json!({"accept": "application/json"}), None, false)).await;
-    assert_eq!(kind, "response", "{resp}");
+    assert_eq!((kind, &resp["streamed"]), ("response", &json!(true)), "{resp}");
     assert_eq!(resp["statusCode"], json!(200), "{resp}");
     assert_eq!(resp["headers"]["content-type"], json!("application/json"), "{resp}");
     let health = body_json(&resp);
@@ -360,9 +192,9 @@ async fn lambda_serves_http_events_and_fires_jobs_once() {
     assert_eq!(resp["statusCode"], json!(401), "{resp}");
 
     // API Gateway REST (v1) on stage `prod`: the stage prefix does not reach the router, and
-    // the answer uses the v1 shape (multiValueHeaders).
+    // the answer uses the v1 shape (multiValueHeaders), buffered (API Gateway does not stream).
     let (_, resp) = f.invoke(rest_v1("GET", "/healthz")).await;
-    assert_eq!(resp["statusCode"], json!(200), "{resp}");
+    assert_eq!((&resp["statusCode"], resp.get("streamed")), (&json!(200), None), "{resp}");
     assert_eq!(resp["multiValueHeaders"]["content-type"], json!(["application/json"]), "{resp}");
     assert_eq!(body_json(&resp)["status"], json!("ok"));
 
@@ -895,8 +727,8 @@ async fn lambda_runs_a_script_job_from_its_packaged_scripts_folder() {
 }
 
 /// The OpenAI-compatible API server through the Lambda entry (Function URL events): models,
-/// a chat completion with its session header, the SSE answer (buffered by the entry until
-/// response streaming lands), and a stored response read back.
+/// a chat completion with its session header, the SSE answer (streamed), and a stored
+/// response read back.
 #[tokio::test]
 async fn lambda_serves_the_openai_compatible_api_server() {
     let llm = FakeLlm::start().await;
@@ -923,14 +755,9 @@ async fn lambda_serves_the_openai_compatible_api_server() {
     let chat = json!({"messages": [{"role": "user", "content": "stream lambda"}], "stream": true}).to_string();
     let (_, resp) = f.invoke(function_url("POST", "/v1/chat/completions", headers, Some(chat), false)).await;
     assert_eq!(resp["headers"]["content-type"], json!("text/event-stream"), "{resp}");
+    assert_eq!(resp["streamed"], json!(true), "{resp}");
     let sse = resp["body"].as_str().unwrap_or("");
-    let content: String = sse
-        .split("\n\n")
-        .filter_map(|e| e.strip_prefix("data: "))
-        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
-        .filter_map(|v| v["choices"][0]["delta"]["content"].as_str().map(str::to_string))
-        .collect();
-    assert_eq!(content, "echo: stream lambda", "{sse}");
+    assert_eq!(sse_content(sse), "echo: stream lambda", "{sse}");
     assert!(sse.ends_with("data: [DONE]\n\n"), "{sse}");
 
     let (_, resp) =
@@ -940,4 +767,84 @@ async fn lambda_serves_the_openai_compatible_api_server() {
     let path = format!("/v1/responses/{}", created["id"].as_str().unwrap());
     let (_, resp) = f.invoke(function_url("GET", &path, auth, None, false)).await;
     assert_eq!(body_json(&resp)["id"], created["id"], "{resp}");
+}
+
+/// The text of an SSE answer's `chat.completion.chunk` deltas.
+fn sse_content(sse: &str) -> String {
+    sse.split("\n\n")
+        .filter_map(|e| e.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+        .filter_map(|v| v["choices"][0]["delta"]["content"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// A Function URL answer is streamed (Lambda response streaming): the SSE answer of
+/// `/v1/chat/completions` reaches the Runtime API as it is made — its first delta arrives
+/// while the model still holds the rest of its answer open — and the prelude carries the
+/// status and headers.
+#[tokio::test]
+async fn lambda_streams_an_sse_answer_through_the_function_url_as_it_is_made() {
+    let model = SseModel::start(6, 5).await;
+    model.answers.lock().unwrap().push("held after the first piece".into());
+    model.hold_after_first();
+    let home = TempHome::new("lambda-stream");
+    home.write(
+        "config.yaml",
+        &format!("model:\n  provider: openai\n  base_url: {}\n  name: fake-model\n  timeout_seconds: 10\n", model.url),
+    );
+    let (api, rapid) = start_rapid().await;
+    let mut f = Function::start(&api, rapid.clone(), home.path(), &[]);
+    let headers =
+        json!({"content-type": "application/json", "authorization": format!("Bearer {API_KEY}"), "x-hermes-session-id": "lambda-stream-1"});
+    let chat = json!({"messages": [{"role": "user", "content": "stream it"}], "stream": true}).to_string();
+    let id = f.queue(function_url("POST", "/v1/chat/completions", headers, Some(chat), false));
+
+    let seen = || String::from_utf8_lossy(&rapid.chunks_of(&id).iter().flat_map(|(_, b)| b.to_vec()).collect::<Vec<u8>>()).into_owned();
+    let first = common::wait_until(7, || seen().contains(r#"{"content":"held a"}"#)).await;
+    assert!(first, "the first delta did not reach the Runtime API while the model held the rest: {:?}", seen());
+    assert!(!seen().contains("fter t"), "the model still holds the rest: {:?}", seen());
+    assert!(!rapid.results.lock().unwrap().contains_key(&id), "the answer is still open");
+    let released = Instant::now();
+    model.release();
+
+    let (kind, resp) = f.result(&id).await;
+    assert_eq!((kind, &resp["streamed"], &resp["statusCode"]), ("response", &json!(true), &json!(200)), "{resp}");
+    assert_eq!(resp["headers"]["content-type"], "text/event-stream", "{resp}");
+    assert_eq!(resp["headers"]["x-hermes-session-id"], "lambda-stream-1", "{resp}");
+    let sse = resp["body"].as_str().unwrap();
+    assert_eq!(sse_content(sse), "held after the first piece", "{sse}");
+    assert!(sse.ends_with("data: [DONE]\n\n"), "{sse}");
+    let late = rapid.chunks_of(&id).iter().filter(|(at, _)| *at >= released).count();
+    assert!(late >= 2, "the rest of the answer came in chunks of its own after the release ({late})");
+    assert!(rapid.init_errors.lock().unwrap().is_empty());
+}
+
+/// The function behind a local Function URL (the model streams when asked): (home, model,
+/// function, the URL's base).
+async fn behind_a_function_url(tag: &str) -> (TempHome, FakeLlm, Function, String) {
+    let llm = FakeLlm::start().await;
+    llm.stream_when_asked();
+    let home = TempHome::new(tag);
+    home.write("config.yaml", &common::config(Some(&llm), None, ""));
+    let (api, rapid) = start_rapid().await;
+    let f = Function::start(&api, rapid.clone(), home.path(), &[]);
+    (home, llm, f, function_url_front(rapid).await)
+}
+
+/// The official `openai` SDK, unchanged, through the Function URL: the same script and
+/// checks as against `serve` (tests/api_server.rs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openai_python_sdk_works_through_the_function_url() {
+    let Some(python) = sdk_python() else { return };
+    let (_home, llm, _f, base) = behind_a_function_url("lambda-openai-sdk").await;
+    check_openai_sdk(&python, &base, &llm).await;
+}
+
+/// `hermes-agent-api-client`, unchanged, through the Function URL: its capability probe and
+/// its chat event stream, checked as against `serve` (tests/api_server.rs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hermes_agent_api_client_works_through_the_function_url() {
+    let Some(python) = sdk_python() else { return };
+    let (_home, llm, _f, base) = behind_a_function_url("lambda-hermes-client").await;
+    check_hermes_client(&python, &base, &llm).await;
 }

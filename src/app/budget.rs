@@ -40,6 +40,18 @@ pub async fn within<F: Future>(budget: Duration, f: F) -> F::Output {
     DEADLINE.scope(Instant::now() + budget, f).await
 }
 
+/// `f` under the current task's deadline, if it has one: for work spawned from a task with a
+/// deadline (a streamed answer's turn) that must end by the same deadline.
+pub fn inherit<F: Future>(f: F) -> impl Future<Output = F::Output> {
+    let deadline = DEADLINE.try_with(|d| *d).ok();
+    async move {
+        match deadline {
+            Some(d) => DEADLINE.scope(d, f).await,
+            None => f.await,
+        }
+    }
+}
+
 /// The time a turn may take now: `default`, or less when the current task has a deadline.
 pub fn turn_budget(default: Duration) -> Duration {
     DEADLINE.try_with(|d| d.saturating_duration_since(Instant::now())).map_or(default, |left| left.min(default))
@@ -55,6 +67,20 @@ mod tests {
         assert_eq!(turn_budget(default), default);
         let inner = within(Duration::from_secs(5), async { turn_budget(default) }).await;
         assert!(inner <= Duration::from_secs(5) && inner > Duration::from_secs(4));
+    }
+
+    #[tokio::test]
+    async fn a_spawned_task_inherits_the_deadline_only_when_asked() {
+        let default = Duration::from_secs(600);
+        let (plain, inherited) = within(Duration::from_secs(5), async {
+            let plain = tokio::spawn(async move { turn_budget(default) });
+            let inherited = tokio::spawn(inherit(async move { turn_budget(default) }));
+            (plain.await.unwrap(), inherited.await.unwrap())
+        })
+        .await;
+        assert_eq!(plain, default, "tokio::spawn does not carry task-locals");
+        assert!(inherited <= Duration::from_secs(5) && inherited > Duration::from_secs(4));
+        assert_eq!(tokio::spawn(inherit(async move { turn_budget(default) })).await.unwrap(), default, "no deadline to inherit");
     }
 
     #[tokio::test]

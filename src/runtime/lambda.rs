@@ -7,8 +7,10 @@
 //!   with `"profile":"P"` (a routed profile's schedule) it is P's app that fires;
 //! - a watchdog event `{"hermes_zero_tick":{}}` (an optional recurring schedule) → one ticker
 //!   pass, so stored work of a sandbox that died is picked up without waiting for a message;
-//! - an HTTP event (Function URL, API Gateway v2/v1, ALB) → converted with `lambda_http` and
-//!   served by the same `http::router` as `serve`, answered in the shape of its origin.
+//! - an HTTP event (Function URL, API Gateway v2/v1, ALB) → served by the same `http::router`
+//!   as `serve` (`lambda_url`): a Function URL's answer is streamed (Lambda response
+//!   streaming, so SSE reaches the caller as it is made), the others are answered buffered in
+//!   the shape of their origin.
 //!
 //! Lambda freezes the sandbox once the runtime asks for the next event, so work the app left
 //! running after answering (a queued turn drained in the background, a Discord follow-up, a
@@ -22,6 +24,7 @@
 //!
 //! Knows the Lambda event shapes and runtime protocol; the use cases know nothing of Lambda.
 
+use super::lambda_url::Answer;
 use crate::app::App;
 use crate::channels::Channels;
 use crate::config::{Env, load_settings};
@@ -30,11 +33,10 @@ use crate::runtime::profiles::{Profiles, Served};
 use axum::Router;
 use chrono::{DateTime, Utc};
 use lambda_http::request::LambdaRequest;
-use lambda_runtime::tower::{Layer, Service, ServiceExt};
-use lambda_runtime::{LambdaEvent, LambdaInvocation, Runtime, layers::TracingLayer, service_fn};
+use lambda_runtime::tower::{Layer, Service};
+use lambda_runtime::{FunctionResponse, LambdaEvent, LambdaInvocation, Runtime, layers::TracingLayer, service_fn};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::convert::Infallible;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
@@ -197,35 +199,27 @@ struct FireEvent {
 impl Handler {
     /// Handles one event with the invocation's deadline as the turn budget of the work it
     /// starts in this task.
-    async fn handle(self, ev: LambdaEvent<Value>) -> Result<Value, lambda_runtime::Error> {
+    async fn handle(self, ev: LambdaEvent<Value>) -> Result<Answer, lambda_runtime::Error> {
         let left = budget(ev.context.deadline(), SystemTime::now());
         crate::app::budget::within(left, self.handle_event(ev)).await
     }
 
-    async fn handle_event(self, ev: LambdaEvent<Value>) -> Result<Value, lambda_runtime::Error> {
+    async fn handle_event(self, ev: LambdaEvent<Value>) -> Result<Answer, lambda_runtime::Error> {
         let LambdaEvent { payload, context } = ev;
         // Every profile's schedules target this function.
         self.profiles.learn_timer_target(&context.invoked_function_arn);
         if let Some(fire) = payload.get(FIRE_KEY) {
-            return self.fire(fire.clone()).await;
+            return self.fire(fire.clone()).await.map(FunctionResponse::BufferedResponse);
         }
         if payload.get(TICK_KEY).is_some() {
             // The turns it starts finish in the settle phase, after this answer.
             self.profiles.tick_all(false).await;
-            return Ok(json!({"status": "ok"}));
+            return Ok(FunctionResponse::BufferedResponse(json!({"status": "ok"})));
         }
         let stage = payload.pointer("/requestContext/stage").and_then(Value::as_str).filter(|s| *s != "$default").map(str::to_string);
         let request: LambdaRequest =
             serde_json::from_value(payload).map_err(|e| format!("unsupported event (not HTTP, {FIRE_KEY} or {TICK_KEY}): {e}"))?;
-        let router = self.router;
-        let inner = service_fn(move |req: lambda_http::Request| {
-            let router = router.clone();
-            let req = strip_stage(req, stage.as_deref());
-            async move { router.oneshot(req).await }
-        });
-        let adapter: lambda_http::Adapter<'static, _, _> = lambda_http::Adapter::from(inner);
-        let response = adapter.oneshot(LambdaEvent::new(request, context)).await.map_err(|e: Infallible| match e {})?;
-        Ok(serde_json::to_value(response)?)
+        super::lambda_url::serve(self.router, request, stage, context).await
     }
 
     async fn fire(&self, event: Value) -> Result<Value, lambda_runtime::Error> {
@@ -247,32 +241,6 @@ impl Handler {
         let status = app.jobs().fire(&ev.job_id, ev.fire_at, "eventbridge").await?;
         Ok(status.to_json())
     }
-}
-
-/// Removes the API Gateway stage prefix (`/prod/healthz` → `/healthz`): the router serves
-/// from the root whatever the stage is called.
-fn strip_stage(req: lambda_http::Request, stage: Option<&str>) -> lambda_http::Request {
-    let Some(stage) = stage else { return req };
-    let (mut parts, body) = req.into_parts();
-    let path = parts.uri.path();
-    let prefix = format!("/{stage}");
-    let rest = match path.strip_prefix(&prefix) {
-        Some("") => "/",
-        Some(r) if r.starts_with('/') => r,
-        _ => return lambda_http::Request::from_parts(parts, body),
-    };
-    let pq = match parts.uri.query() {
-        Some(q) => format!("{rest}?{q}"),
-        None => rest.to_string(),
-    };
-    let mut uri = parts.uri.clone().into_parts();
-    if let Ok(p) = pq.parse() {
-        uri.path_and_query = Some(p);
-        if let Ok(u) = axum::http::Uri::from_parts(uri) {
-            parts.uri = u;
-        }
-    }
-    lambda_http::Request::from_parts(parts, body)
 }
 
 /// After each response is posted (and before the next event is requested): on the first
@@ -387,12 +355,6 @@ mod tests {
         assert_eq!(budget(now - Duration::from_secs(1), now), Duration::ZERO);
     }
 
-    fn req(uri: &str) -> lambda_http::Request {
-        let mut r = lambda_http::Request::new(lambda_http::Body::Empty);
-        *r.uri_mut() = uri.parse().unwrap();
-        r
-    }
-
     /// The fire event a schedule sends, as the handler reads it.
     fn fire_event(input: &str) -> FireEvent {
         let payload: Value = serde_json::from_str(input).unwrap();
@@ -408,13 +370,5 @@ mod tests {
         let profile = crate::core::profile::Profile::parse("team-a_1").unwrap();
         let routed = fire_event(&Naming::of(Some(&profile)).fire_input("j1", at));
         assert_eq!((routed.job_id.as_str(), routed.fire_at, routed.profile.as_deref()), ("j1", Some(at), Some("team-a_1")));
-    }
-
-    #[test]
-    fn stage_prefix_is_removed() {
-        assert_eq!(strip_stage(req("/prod/healthz?x=1"), Some("prod")).uri().path_and_query().map(|p| p.as_str()), Some("/healthz?x=1"));
-        assert_eq!(strip_stage(req("/prod"), Some("prod")).uri().path(), "/");
-        assert_eq!(strip_stage(req("/production/x"), Some("prod")).uri().path(), "/production/x");
-        assert_eq!(strip_stage(req("/healthz"), None).uri().path(), "/healthz");
     }
 }

@@ -3,6 +3,8 @@
 pub mod idle;
 #[cfg(feature = "aws")]
 pub mod lambda;
+#[cfg(feature = "aws")]
+mod lambda_url;
 pub mod private;
 pub mod process;
 pub mod profile_gate;

@@ -5,6 +5,8 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod anthropic;
+pub mod api_sdk;
+pub mod lambda;
 pub mod mcp_server;
 pub mod media_fakes;
 pub mod sse;

@@ -121,7 +121,9 @@ pub fn start(api: ApiServer, turn: ApiTurn, view: ToolView) -> mpsc::UnboundedRe
     let (tx, rx) = mpsc::unbounded_channel();
     let sink = Arc::new(LiveSink { tx: tx.clone(), shown: Mutex::new(HashMap::new()), next: AtomicU64::new(0), view });
     let session_id = turn.session_id.clone();
-    tokio::spawn(async move {
+    // The turn ends by the caller's deadline (a Lambda invocation's), though the answer is
+    // already on its way.
+    tokio::spawn(crate::app::budget::inherit(async move {
         let run = api.turn(turn, Some(sink));
         tokio::pin!(run);
         let r = tokio::select! {
@@ -135,7 +137,7 @@ pub fn start(api: ApiServer, turn: ApiTurn, view: ToolView) -> mpsc::UnboundedRe
             }
         };
         let _ = tx.send(Frame::End(r));
-    });
+    }));
     rx
 }
 
