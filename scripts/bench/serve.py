@@ -9,9 +9,11 @@ flat from 3,000 to 30,000). `--quick` stops after 3,000 turns. `--first-turn` al
 exec to the first answered POST /api/messages (20 restarts: the start-up recovery and the
 first turn, through the fake model); `--cold` stops after the start-up figures. `--detail`
 adds, to every RSS line, its split from /proc/PID/smaps_rollup (anonymous / file-backed) and
-the thread count.
+the thread count. `--curve` measures only the concurrency curve: 1, 10, 100 and 500 chats
+concurrently, 5 turns each (at least 200 turns per point), p50 / p99 and turns/s
+(docs/design.md#group-commit).
 
-Usage: scripts/bench/serve.py [--quick] [--first-turn] [--cold] [--detail] [path/to/hermes-zero]   (default: target/release/hermes-zero)
+Usage: scripts/bench/serve.py [--quick] [--first-turn] [--cold] [--detail] [--curve] [path/to/hermes-zero]   (default: target/release/hermes-zero)
 """
 import http.client, http.server, json, os, shutil, socket, statistics, subprocess, sys, tempfile, threading, time
 
@@ -20,6 +22,7 @@ QUICK = "--quick" in sys.argv[1:]
 FIRST_TURN = "--first-turn" in sys.argv[1:]
 COLD_ONLY = "--cold" in sys.argv[1:]
 DETAIL = "--detail" in sys.argv[1:]
+CURVE = "--curve" in sys.argv[1:]
 BIN = ARGS[0] if ARGS else "target/release/hermes-zero"
 COLD_RUNS = 20
 
@@ -116,6 +119,36 @@ def pct(v, p):
     return v[min(len(v) - 1, round((len(v) - 1) * p))]
 
 
+def concurrent(port, n, turns, tag):
+    """`n` chats at once, `turns` messages each in turn: (latencies in ms, wall seconds)."""
+    results, lock = [], threading.Lock()
+
+    def chat(c):
+        cn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        mine = [post(cn, {"chat_id": f"{tag}{c}", "user_id": "u", "text": f"m{i}"}) for i in range(turns)]
+        with lock:
+            results.extend(mine)
+
+    t0 = time.perf_counter()
+    ts = [threading.Thread(target=chat, args=(c,)) for c in range(n)]
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+    return results, time.perf_counter() - t0
+
+
+def curve(home, env):
+    """The concurrency curve on one running `serve`."""
+    port = free_port()
+    p, _ = start(home, port, env)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    post(conn, {"chat_id": "warm", "user_id": "u", "text": "hi"})
+    for n in (1, 10, 100, 500):
+        res, wall = concurrent(port, n, max(5, 200 // n), f"n{n}c")
+        print(f"{n} chats concurrently ({len(res)} turns): p50 {pct(res, .5):.2f} ms, p99 {pct(res, .99):.2f} ms, {len(res) / wall:.0f} turns/s")
+    p.terminate()
+    p.wait()
+
+
 def main():
     llm = FakeServer(("127.0.0.1", 0), FakeLLM)
     threading.Thread(target=llm.serve_forever, daemon=True).start()
@@ -123,6 +156,10 @@ def main():
     with open(os.path.join(home, "config.yaml"), "w") as f:
         f.write(f"model:\n  provider: openai\n  base_url: http://127.0.0.1:{llm.server_address[1]}/v1\n  name: m\n")
     env = dict(os.environ, API_SERVER_KEY="k", RUST_LOG="error")
+    if CURVE:
+        curve(home, env)
+        llm.shutdown()
+        return
     # The first start creates the store; a scale-to-zero restart finds it: that is the cold
     # start measured (20 runs on one home), then the first start on a fresh home (5 runs).
     p, _ = start(home, free_port(), env)
