@@ -11,9 +11,9 @@
 mod common;
 
 use common::api_sdk::{check_hermes_client, check_openai_sdk, run_py, sdk_python};
-use std::time::Duration;
 use common::{FakeLlm, Gateway, Reply, TempHome, config};
 use serde_json::{Value, json};
+use std::time::Duration;
 
 async fn gateway(tag: &str) -> (TempHome, FakeLlm, Gateway) {
     let home = TempHome::new(tag);

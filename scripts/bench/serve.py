@@ -9,9 +9,11 @@ flat from 3,000 to 30,000). `--quick` stops after 3,000 turns. `--first-turn` al
 exec to the first answered POST /api/messages (20 restarts: the start-up recovery and the
 first turn, through the fake model); `--cold` stops after the start-up figures. `--detail`
 adds, to every RSS line, its split from /proc/PID/smaps_rollup (anonymous / file-backed) and
-the thread count.
+the thread count. `--curve=FILE` measures only the concurrency curve: 1, 10, 100 and 500
+chats at once (200, 20, 5 and 2 turns each), p50 / p99 and turns/s
+(docs/design.md#group-commit), and writes it to FILE as JSON for scripts/bench/plot_curve.py.
 
-Usage: scripts/bench/serve.py [--quick] [--first-turn] [--cold] [--detail] [path/to/hermes-zero]   (default: target/release/hermes-zero)
+Usage: scripts/bench/serve.py [--quick] [--first-turn] [--cold] [--detail] [--curve=FILE] [path/to/hermes-zero]   (default: target/release/hermes-zero)
 """
 import http.client, http.server, json, os, shutil, socket, statistics, subprocess, sys, tempfile, threading, time
 

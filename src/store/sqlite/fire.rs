@@ -12,7 +12,7 @@ use crate::ports::{Claim, FireFinish, FireStore, RunAppend, StoreError};
 use crate::store::{backend, encode};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use rusqlite::{Transaction, TransactionBehavior};
+use rusqlite::Connection;
 
 /// An append encoded for the store thread: the session id and the message documents.
 type Encoded = Option<(String, Vec<String>)>;
@@ -22,7 +22,7 @@ fn encoded(a: Option<&RunAppend>) -> Result<Encoded, StoreError> {
         .transpose()
 }
 
-fn append(tx: &Transaction<'_>, a: &Encoded) -> Result<(), StoreError> {
+fn append(tx: &Connection, a: &Encoded) -> Result<(), StoreError> {
     match a {
         Some((id, docs)) if !docs.is_empty() => append_docs(tx, id, docs),
         _ => Ok(()),
@@ -35,7 +35,7 @@ impl FireStore for SqliteStore {
         let occ = Occurrence { job_id: self.scope.key(&occ.job_id), ..occ.clone() };
         let (job, sid, a) = (job.clone(), self.scope.key(&job.id), encoded(a)?);
         self.with(move |c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
+            let tx = super::tx::Tx::immediate(c)?;
             let Some(j) = claim_in(&tx, &occ, &job, &sid, now)? else { return Ok(Claim::Duplicate) };
             append(&tx, &a)?;
             tx.commit().map_err(backend)?;
@@ -48,7 +48,7 @@ impl FireStore for SqliteStore {
         let occ = Occurrence { job_id: self.scope.key(&occ.job_id), ..occ.clone() };
         let (target, a) = (target.to_string(), encoded(a)?);
         self.with(move |c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
+            let tx = super::tx::Tx::immediate(c)?;
             let new = ledger_begin(&tx, &occ, &target, now)?;
             append(&tx, &a)?;
             tx.commit().map_err(backend)?;
@@ -61,7 +61,7 @@ impl FireStore for SqliteStore {
         let occ = Occurrence { job_id: self.scope.key(&fin.run.occurrence().job_id), ..fin.run.occurrence() };
         let (sid, a, fin) = (self.scope.key(&fin.run.job_id), encoded(fin.append.as_ref())?, fin.clone());
         self.with(move |c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
+            let tx = super::tx::Tx::immediate(c)?;
             for (target, status) in &fin.ledger {
                 ledger_finish(&tx, &occ, target, status, fin.run.finished_at.unwrap_or(fin.run.started_at))?;
             }

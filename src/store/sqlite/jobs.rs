@@ -8,7 +8,7 @@ use crate::ports::{Claim, JobStore, StoreError};
 use crate::store::{backend, decode, encode};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 /// The index column: set only for jobs that a ticker should look at.
 fn due_at(j: &Job) -> Option<i64> {
@@ -18,7 +18,7 @@ fn due_at(j: &Job) -> Option<i64> {
 }
 
 /// Writes `job` under its stored id `sid` (the profile's key, `crate::store::scope`).
-pub(super) fn write_job(tx: &Transaction<'_>, job: &Job, sid: &str) -> Result<Job, StoreError> {
+pub(super) fn write_job(tx: &Connection, job: &Job, sid: &str) -> Result<Job, StoreError> {
     let cur: Option<u64> = tx.query_row("SELECT version FROM jobs WHERE id = ?1", [sid], |r| r.get(0)).optional().map_err(backend)?;
     if cur.unwrap_or(0) != job.version {
         return Err(StoreError::Conflict(format!("job {}", job.id)));
@@ -36,7 +36,7 @@ pub(super) fn write_job(tx: &Transaction<'_>, job: &Job, sid: &str) -> Result<Jo
 }
 
 fn put(c: &mut Connection, job: &Job, sid: &str) -> Result<Job, StoreError> {
-    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
+    let tx = super::tx::Tx::immediate(c)?;
     let j = write_job(&tx, job, sid)?;
     tx.commit().map_err(backend)?;
     Ok(j)
@@ -64,7 +64,7 @@ fn delete(c: &Connection, id: &str) -> Result<bool, StoreError> {
 
 /// `occ.job_id` and `sid` are stored ids (the profile's keys).
 fn claim(c: &mut Connection, occ: &Occurrence, job: &Job, sid: &str, now: DateTime<Utc>) -> Result<Claim, StoreError> {
-    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
+    let tx = super::tx::Tx::immediate(c)?;
     let claimed = claim_in(&tx, occ, job, sid, now)?;
     if claimed.is_some() {
         tx.commit().map_err(backend)?;
@@ -73,13 +73,7 @@ fn claim(c: &mut Connection, occ: &Occurrence, job: &Job, sid: &str, now: DateTi
 }
 
 /// Inside a write: inserts the claim if absent and writes the job; `None` if it was claimed.
-pub(super) fn claim_in(
-    tx: &Transaction<'_>,
-    occ: &Occurrence,
-    job: &Job,
-    sid: &str,
-    now: DateTime<Utc>,
-) -> Result<Option<Job>, StoreError> {
+pub(super) fn claim_in(tx: &Connection, occ: &Occurrence, job: &Job, sid: &str, now: DateTime<Utc>) -> Result<Option<Job>, StoreError> {
     let n = tx
         .execute(
             "INSERT OR IGNORE INTO claims (job_id, fire_at, status, claimed_at) VALUES (?1, ?2, 'claimed', ?3)",
@@ -101,13 +95,13 @@ fn claim_status(c: &Connection, occ: &Occurrence) -> Result<Option<String>, Stor
 /// `sid` is the stored id of the run's job (the profile's key).
 /// `claim_id` is the stored job id of its claim (a manual run's own key space, scoped the same way).
 fn finish_run(c: &mut Connection, run: &RunRecord, sid: &str, claim_id: &str, retention: usize) -> Result<(), StoreError> {
-    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
+    let tx = super::tx::Tx::immediate(c)?;
     finish_run_in(&tx, run, sid, claim_id, retention)?;
     tx.commit().map_err(backend)
 }
 
 /// Inside a write: the claim's status, the run record, and the retention trim.
-pub(super) fn finish_run_in(tx: &Transaction<'_>, run: &RunRecord, sid: &str, claim_id: &str, retention: usize) -> Result<(), StoreError> {
+pub(super) fn finish_run_in(tx: &Connection, run: &RunRecord, sid: &str, claim_id: &str, retention: usize) -> Result<(), StoreError> {
     let occ = Occurrence { job_id: claim_id.to_string(), ..run.occurrence() };
     tx.execute(
         "UPDATE claims SET status = ?3 WHERE job_id = ?1 AND fire_at = ?2",

@@ -8,7 +8,7 @@ use crate::ports::{LedgerStore, StoreError};
 use crate::store::backend;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, TransactionBehavior, params};
+use rusqlite::{Connection, params};
 
 pub(super) fn ledger_begin(c: &Connection, occ: &Occurrence, target: &str, now: DateTime<Utc>) -> Result<bool, StoreError> {
     c.execute(
@@ -29,7 +29,7 @@ pub(super) fn ledger_finish(c: &Connection, occ: &Occurrence, target: &str, stat
 }
 
 fn use_once(c: &mut Connection, key: &str, expires_at: DateTime<Utc>, now: DateTime<Utc>) -> Result<bool, StoreError> {
-    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
+    let tx = super::tx::Tx::immediate(c)?;
     tx.execute("DELETE FROM once_keys WHERE expires_at < ?1", [ms(now)]).map_err(backend)?;
     let n =
         tx.execute("INSERT OR IGNORE INTO once_keys (key, expires_at) VALUES (?1, ?2)", params![key, ms(expires_at)]).map_err(backend)?;

@@ -48,7 +48,7 @@ impl MetaStore for SqliteStore {
         let key = self.scope.key(&counts_key(key));
         let deltas: Vec<(String, i64)> = deltas.iter().map(|(k, v)| ((*k).to_string(), *v)).collect();
         self.with(move |c| {
-            let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(backend)?;
+            let tx = super::tx::Tx::immediate(c)?;
             let old: Option<String> =
                 tx.query_row("SELECT value FROM meta WHERE key = ?1", [&key], |r| r.get(0)).optional().map_err(backend)?;
             let mut counts = parse_counts(old.as_deref());

@@ -6,7 +6,9 @@
 //! Calls run, one after another, on the store's own thread, which owns the connection: a
 //! lock wait never stalls the async workers, the thread count stays flat however many calls
 //! wait, and SQLite's allocations stay in that thread's malloc arena (BENCHMARKS.md §5, "RSS
-//! over 30,000 turns").
+//! over 30,000 turns"). Calls that wait together share one transaction and one `fsync`
+//! (group commit, `thread`), each in its own savepoint; every call opens its transaction with
+//! `tx::Tx`, which is a savepoint inside such a batch.
 //!
 //! One file per concern of the port: `sessions` (entries, records, transcripts, inbound ids,
 //! wake candidates), `queue`, `jobs` (jobs, claims, runs), `ledger` (delivery ledger, once
@@ -22,8 +24,12 @@ mod schema;
 mod search;
 mod session_delete;
 mod sessions;
+mod thread;
 mod turn;
+mod tx;
 
+#[cfg(test)]
+mod batch_tests;
 #[cfg(test)]
 mod full_tests;
 
@@ -43,29 +49,41 @@ pub struct SqliteStore {
     scope: Arc<crate::store::scope::Scope>,
 }
 
-/// A store call as the store thread runs it.
-type Call = Box<dyn FnOnce(&mut Connection) + Send>;
-
-/// The thread that owns one connection and runs the calls sent to it in order. It ends, and
-/// the connection closes, when the last handle drops (the drop waits for it, so a store
-/// dropped is a connection closed, as with the connection itself).
+/// The thread that owns one connection and runs the calls sent to it in order, with group
+/// commit (`thread`). It ends, and the connection closes, when the last handle drops (the
+/// drop waits for it, so a store dropped is a connection closed, as with the connection
+/// itself).
 struct StoreThread {
-    calls: Option<mpsc::Sender<Call>>,
+    calls: Option<mpsc::Sender<thread::Call>>,
     handle: Option<std::thread::JoinHandle<()>>,
+    #[cfg_attr(not(test), allow(dead_code))]
+    stats: Arc<StoreStats>,
+}
+
+/// What the store thread's group commit did: batches committed and the calls they held.
+#[derive(Default)]
+struct StoreStats {
+    batches: std::sync::atomic::AtomicU64,
+    batched: std::sync::atomic::AtomicU64,
+}
+
+impl StoreStats {
+    /// Counts a committed batch of `calls` calls.
+    fn batch(&self, calls: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.batches.fetch_add(1, Relaxed);
+        self.batched.fetch_add(calls as u64, Relaxed);
+    }
 }
 
 impl StoreThread {
-    fn start(mut conn: Connection) -> Result<Self, StoreError> {
-        let (calls, rx) = mpsc::channel::<Call>();
-        let handle = std::thread::Builder::new()
-            .name("sqlite-store".into())
-            .spawn(move || {
-                while let Ok(call) = rx.recv() {
-                    call(&mut conn);
-                }
-            })
-            .map_err(backend)?;
-        Ok(Self { calls: Some(calls), handle: Some(handle) })
+    fn start(conn: Connection) -> Result<Self, StoreError> {
+        let (calls, rx) = mpsc::channel::<thread::Call>();
+        let stats = Arc::new(StoreStats::default());
+        let counts = stats.clone();
+        let handle =
+            std::thread::Builder::new().name("sqlite-store".into()).spawn(move || thread::serve(conn, rx, counts)).map_err(backend)?;
+        Ok(Self { calls: Some(calls), handle: Some(handle), stats })
     }
 }
 
@@ -185,26 +203,43 @@ impl SqliteStore {
         Ok(Self { thread: Arc::new(StoreThread::start(conn)?), scope: Arc::default() })
     }
 
+    /// Batches the group commit has committed, and the calls they held (tests).
+    #[cfg(test)]
+    pub(crate) fn group_commits(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.thread.stats.batches.load(Relaxed), self.thread.stats.batched.load(Relaxed))
+    }
+
     /// The schema version in the file.
     pub fn schema_version() -> i64 {
         schema::CURRENT
     }
 
-    /// Runs `f` with the connection on the store thread, after the calls sent before it. A
-    /// panic in `f` is this call's error; the thread and the connection live on (an open
-    /// transaction rolls back as it unwinds). A caller that stops waiting does not stop `f`.
+    /// Runs `f` with the connection on the store thread, after the calls sent before it,
+    /// possibly in one transaction with other waiting calls (group commit, `thread`): `f`
+    /// opens its transaction with `tx::Tx`, and an error it returns rolls back what it wrote.
+    /// The answer comes once its write is on disk. A panic in `f` is this call's error; the
+    /// thread and the connection live on (an open transaction rolls back as it unwinds). A
+    /// caller that stops waiting does not stop `f`.
     pub(crate) async fn with<R, F>(&self, f: F) -> Result<R, StoreError>
     where
         R: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<R, StoreError> + Send + 'static,
     {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let call: Call = Box::new(move |c| {
+        let call: thread::Call = Box::new(move |c| {
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(c))).unwrap_or_else(|p| {
                 let msg = p.downcast_ref::<&str>().map(|s| (*s).to_string()).or_else(|| p.downcast_ref::<String>().cloned());
                 Err(backend(Panicked(msg.unwrap_or_default())))
             });
-            tx.send(r).ok();
+            let (failed, full) = match &r {
+                Ok(_) => (false, false),
+                Err(e) => (true, matches!(e, StoreError::Full(_))),
+            };
+            let reply: thread::Reply = Box::new(move |batch_failed| {
+                tx.send(batch_failed.map_or(r, Err)).ok();
+            });
+            thread::Ran { failed, full, reply }
         });
         self.thread.calls.as_ref().ok_or(Stopped).and_then(|t| t.send(call).map_err(|_| Stopped)).map_err(backend)?;
         rx.await.map_err(|_| backend(Stopped))?
@@ -273,7 +308,7 @@ mod tests {
         let s = SqliteStore::in_memory().unwrap();
         let e = s
             .with(|c| -> Result<(), StoreError> {
-                let tx = c.transaction().map_err(backend)?;
+                let tx = tx::Tx::deferred(c)?;
                 tx.execute("INSERT INTO meta (key, value) VALUES ('half', 'written')", []).map_err(backend)?;
                 panic!("boom");
             })

@@ -9,7 +9,7 @@ use crate::core::session::Fence;
 use crate::ports::{InboundId, QueueStore, QueuedItem, StoreError};
 use crate::store::{backend, decode, encode};
 use async_trait::async_trait;
-use rusqlite::{OptionalExtension, TransactionBehavior, params};
+use rusqlite::{OptionalExtension, params};
 
 #[async_trait]
 impl QueueStore for SqliteStore {
@@ -19,7 +19,7 @@ impl QueueStore for SqliteStore {
         let dedupe = dedupe.map(|d| self.inbound(d));
         let at = ms(item.at);
         self.with(move |c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
+            let tx = super::tx::Tx::immediate(c)?;
             let (n, last): (usize, i64) = tx
                 .query_row("SELECT COUNT(*), COALESCE(MAX(seq), 0) FROM queue_items WHERE session_key = ?1", [&key], |r| {
                     Ok((r.get(0)?, r.get(1)?))
@@ -44,7 +44,7 @@ impl QueueStore for SqliteStore {
         let session = session.as_str().to_string();
         let fence = fence.cloned();
         self.with(move |c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
+            let tx = super::tx::Tx::immediate(c)?;
             if let Some(f) = &fence {
                 check_fence(&tx, f)?;
             }

@@ -9,7 +9,7 @@ use crate::core::session::SessionEntry;
 use crate::ports::{Deleted, SessionDeleteStore, StoreError};
 use crate::store::{backend, decode};
 use async_trait::async_trait;
-use rusqlite::{OptionalExtension, TransactionBehavior, params};
+use rusqlite::{OptionalExtension, params};
 
 #[async_trait]
 impl SessionDeleteStore for SqliteStore {
@@ -17,7 +17,7 @@ impl SessionDeleteStore for SqliteStore {
         let (id, glob) = (id.as_str().to_string(), self.scope.session_glob());
         let meta_glob = self.scope.key_glob();
         self.with(move |c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
+            let tx = super::tx::Tx::immediate(c)?;
             let key: Option<String> =
                 cached_row(&tx, "SELECT session_key FROM sessions WHERE session_id = ?1 AND session_key GLOB ?2", [&id, &glob], |r| {
                     r.get(0)

@@ -11,7 +11,7 @@ use crate::ports::{Appended, InboundId, SearchHit, SessionChange, SessionStore, 
 use crate::store::{backend, decode, encode};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use rusqlite::{OptionalExtension, TransactionBehavior, params};
+use rusqlite::{OptionalExtension, params};
 
 fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<RecordRow> {
     Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?))
@@ -33,7 +33,7 @@ fn to_record(row: RecordRow) -> Result<SessionRecord, StoreError> {
 }
 
 /// Records an inbound id; `DuplicateInbound` if it was already there.
-pub(super) fn record_inbound(tx: &rusqlite::Transaction<'_>, d: &InboundId, at: i64) -> Result<(), StoreError> {
+pub(super) fn record_inbound(tx: &rusqlite::Connection, d: &InboundId, at: i64) -> Result<(), StoreError> {
     let n = cached_execute(
         tx,
         "INSERT OR IGNORE INTO inbound_seen (platform, chat_id, message_id, seen_at) VALUES (?1, ?2, ?3, ?4)",
@@ -44,7 +44,7 @@ pub(super) fn record_inbound(tx: &rusqlite::Transaction<'_>, d: &InboundId, at: 
 }
 
 /// Appends encoded messages after the transcript's last sequence number.
-pub(super) fn append_docs(tx: &rusqlite::Transaction<'_>, id: &str, docs: &[String]) -> Result<(), StoreError> {
+pub(super) fn append_docs(tx: &rusqlite::Connection, id: &str, docs: &[String]) -> Result<(), StoreError> {
     let mut seq: i64 =
         cached_row(tx, "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?1", [id], |r| r.get(0)).map_err(backend)?;
     let mut st = tx.prepare_cached("INSERT INTO messages (session_id, seq, doc) VALUES (?1, ?2, ?3)").map_err(backend)?;
@@ -57,7 +57,7 @@ pub(super) fn append_docs(tx: &rusqlite::Transaction<'_>, id: &str, docs: &[Stri
 
 /// Inside a write: fails with [`StoreError::Fenced`] unless the entry of `fence.key` still
 /// holds a lease of `fence.epoch` (docs/design.md#lease).
-pub(super) fn check_fence(tx: &rusqlite::Transaction<'_>, fence: &Fence) -> Result<(), StoreError> {
+pub(super) fn check_fence(tx: &rusqlite::Connection, fence: &Fence) -> Result<(), StoreError> {
     let epoch: Option<Option<i64>> = cached_row(
         tx,
         "SELECT json_extract(doc, '$.lease.epoch') FROM session_entries WHERE session_key = ?1",
@@ -72,7 +72,7 @@ pub(super) fn check_fence(tx: &rusqlite::Transaction<'_>, fence: &Fence) -> Resu
     }
 }
 
-fn apply_change(tx: &rusqlite::Transaction<'_>, ch: &SessionChange) -> Result<(), StoreError> {
+fn apply_change(tx: &rusqlite::Connection, ch: &SessionChange) -> Result<(), StoreError> {
     match ch {
         SessionChange::Start(r) => {
             cached_execute(
@@ -154,7 +154,7 @@ impl SessionStore for SqliteStore {
             .collect();
         self.with(move |c| {
             let key = next.session_key.as_str().to_string();
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
+            let tx = super::tx::Tx::immediate(c)?;
             let cur: Option<u64> = cached_row(&tx, "SELECT version FROM session_entries WHERE session_key = ?1", [&key], |r| r.get(0))
                 .optional()
                 .map_err(backend)?;
@@ -234,7 +234,7 @@ impl SessionStore for SqliteStore {
         let dedupe = dedupe.map(|d| self.inbound(d));
         let at = msgs.first().map_or(0, |m| ms(m.at));
         self.with(move |c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
+            let tx = super::tx::Tx::immediate(c)?;
             if let Some(d) = &dedupe {
                 match record_inbound(&tx, d, at) {
                     Err(StoreError::DuplicateInbound) => return Ok(Appended::Duplicate),
@@ -253,7 +253,7 @@ impl SessionStore for SqliteStore {
         let docs: Vec<String> = msgs.iter().map(|m| encode("message", m)).collect::<Result<_, _>>()?;
         let fence = fence.clone();
         self.with(move |c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
+            let tx = super::tx::Tx::immediate(c)?;
             check_fence(&tx, &fence)?;
             append_docs(&tx, &id, &docs)?;
             tx.commit().map_err(backend)
@@ -265,7 +265,7 @@ impl SessionStore for SqliteStore {
         let id = id.as_str().to_string();
         let fence = fence.clone();
         self.with(move |c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend)?;
+            let tx = super::tx::Tx::immediate(c)?;
             check_fence(&tx, &fence)?;
             // The `keep`-th message's sequence number (0 keeps none): robust to gaps.
             let last: i64 = if keep == 0 {

@@ -17,7 +17,7 @@ impl TurnStore for SqliteStore {
         let id = id.as_str().to_string();
         self.with(move |c| {
             // A deferred transaction: one consistent snapshot of the three reads.
-            let tx = c.transaction().map_err(backend)?;
+            let tx = super::tx::Tx::deferred(c)?;
             let mut out = TurnRead::default();
             for (name, key) in &keys {
                 let v: Option<String> =
