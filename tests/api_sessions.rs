@@ -67,6 +67,10 @@ fn roles_and_texts(list: &Value) -> Vec<(String, String)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_chat_patch_fork_delete() {
     let (_home, llm, gw) = gateway("api-sessions").await;
+    // A capability probe finds the resource and the fork, as Hermes advertises them.
+    let (_, caps) = gw.get("/v1/capabilities").await;
+    assert_eq!((caps["features"]["session_resources"].as_bool(), caps["features"]["session_fork"].as_bool()), (Some(true), Some(true)));
+    assert_eq!(caps["endpoints"]["session_fork"], json!({"method": "POST", "path": "/api/sessions/{session_id}/fork"}));
     let (s, older) = send(&gw, "POST", "/api/sessions", json!({"session_id": "older", "title": "Older"})).await;
     assert_eq!(s, 201, "{older}");
     let (s, v) = send(&gw, "POST", "/api/sessions", json!({"id": "my-chat", "title": "  Trip\nplans ", "model": "m1"})).await;
