@@ -95,13 +95,23 @@ async fn snapshot(k: &Kit) -> Value {
 /// store is unchanged when the request was refused. Returns the status and parsed body.
 async fn send(k: &Kit, req: Request<Body>) -> (u16, Value) {
     let before = snapshot(k).await;
+    // Hermes' API server routes (CONTRACT §15: `/v1/…`, `/api/sessions…`) answer in OpenAI's
+    // error shape; every other route in `{"error": "…"}`.
+    let openai = {
+        let p = req.uri().path();
+        p.starts_with("/v1/") || p.starts_with("/api/sessions")
+    };
     let resp = router(k.state.clone()).oneshot(req).await.unwrap();
     let status = resp.status().as_u16();
     let bytes = to_bytes(resp.into_body(), usize::MAX).await.unwrap();
     let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
     assert!(DOCUMENTED.contains(&status), "undocumented status {status}: {}", String::from_utf8_lossy(&bytes));
     if status >= 400 {
-        assert!(body["error"].is_string() && body.as_object().is_some_and(|o| o.len() == 1), "{status}: not a JSON error body: {body}");
+        // (Their unmatched methods and the dashboard's `/api/sessions/reset` keep the plain one.)
+        let e = &body["error"];
+        let openai_shaped = e["message"].is_string() && e["type"].is_string() && e.as_object().is_some_and(|o| o.contains_key("code"));
+        let shaped = e.is_string() || (openai && openai_shaped);
+        assert!(shaped && body.as_object().is_some_and(|o| o.len() == 1), "{status}: not a JSON error body: {body}");
         assert_eq!(snapshot(k).await, before, "a refused request ({status} {body}) changed the store");
     }
     (status, body)
