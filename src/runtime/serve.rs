@@ -88,6 +88,13 @@ pub async fn run(
     // `into_make_service`: each connection gets a clone of the router (a reference count);
     // serving the `Router` itself rebuilt its route table per connection (≈ 14 KiB each,
     // 8.8 MiB with 500 connections open: BENCHMARKS §9).
+    // No Nagle delay: an SSE answer is many small writes, and each waited for the client's
+    // delayed ACK of the one before (≈ 40 ms per stream: BENCHMARKS §9).
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp: &mut tokio::net::TcpStream| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "TCP_NODELAY not set");
+        }
+    });
     let server = tokio::spawn(async move {
         axum::serve(listener, routes.into_make_service())
             .with_graceful_shutdown(async move {
