@@ -34,36 +34,7 @@ impl Api<'_> {
     }
 }
 
-const HERMES_KEYS: [&str; 28] = [
-    "id",
-    "name",
-    "prompt",
-    "skills",
-    "skill",
-    "model",
-    "provider",
-    "base_url",
-    "script",
-    "no_agent",
-    "context_from",
-    "schedule",
-    "schedule_display",
-    "repeat",
-    "enabled",
-    "state",
-    "paused_at",
-    "paused_reason",
-    "created_at",
-    "next_run_at",
-    "last_run_at",
-    "last_status",
-    "last_error",
-    "last_delivery_error",
-    "deliver",
-    "origin",
-    "enabled_toolsets",
-    "workdir",
-];
+const HERMES_KEYS: [&str; 28] = hermes_zero::core::job_api::HERMES_JOB_KEYS;
 
 fn is_hermes_id(id: &str) -> bool {
     id.len() == 12 && id.chars().all(|c| matches!(c, '0'..='9' | 'a'..='f'))

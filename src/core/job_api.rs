@@ -180,6 +180,39 @@ pub fn hermes_job(j: &Job) -> Value {
     v
 }
 
+/// The keys of Hermes 0.19.0's job object (`cron/jobs.py` `create_job`), which every job this
+/// API answers with carries.
+pub const HERMES_JOB_KEYS: [&str; 28] = [
+    "id",
+    "name",
+    "prompt",
+    "skills",
+    "skill",
+    "model",
+    "provider",
+    "base_url",
+    "script",
+    "no_agent",
+    "context_from",
+    "schedule",
+    "schedule_display",
+    "repeat",
+    "enabled",
+    "state",
+    "paused_at",
+    "paused_reason",
+    "created_at",
+    "next_run_at",
+    "last_run_at",
+    "last_status",
+    "last_error",
+    "last_delivery_error",
+    "deliver",
+    "origin",
+    "enabled_toolsets",
+    "workdir",
+];
+
 #[cfg(test)]
 #[path = "job_api_tests.rs"]
 mod tests;

@@ -71,36 +71,7 @@ fn the_job_object_has_hermes_keys_filled_from_ours() {
     let mut j = job(json!({"id": "aabbccddeeff", "name": "brief", "schedule": "every 2h", "prompt": "p", "skills": ["news", "wx"],
         "deliver": ["telegram:1", "discord:2"], "repeat": 3, "context_from": "other", "provider": "custom"}));
     let v = hermes_job(&j);
-    let keys = [
-        "id",
-        "name",
-        "prompt",
-        "skills",
-        "skill",
-        "model",
-        "provider",
-        "base_url",
-        "script",
-        "no_agent",
-        "context_from",
-        "schedule",
-        "schedule_display",
-        "repeat",
-        "enabled",
-        "state",
-        "paused_at",
-        "paused_reason",
-        "created_at",
-        "next_run_at",
-        "last_run_at",
-        "last_status",
-        "last_error",
-        "last_delivery_error",
-        "deliver",
-        "origin",
-        "enabled_toolsets",
-        "workdir",
-    ];
+    let keys = super::HERMES_JOB_KEYS;
     for k in keys {
         assert!(v.get(k).is_some(), "missing {k}: {v}");
     }
