@@ -159,14 +159,20 @@ pub fn too_large() -> OpenAiError {
     OpenAiError::invalid(StatusCode::PAYLOAD_TOO_LARGE, "Request body too large.").code("body_too_large")
 }
 
-/// The request body as a JSON object: 413 past the body limit, 400 for anything else.
-pub fn json_body(body: Result<Bytes, BytesRejection>) -> Result<Value, OpenAiError> {
+/// The request body parsed as JSON: 413 past the body limit, 400 when it cannot be read or
+/// is not JSON.
+pub fn parsed_body(body: Result<Bytes, BytesRejection>) -> Result<Value, OpenAiError> {
     let bytes = body.map_err(|r| match r.status() {
         StatusCode::PAYLOAD_TOO_LARGE => too_large(),
         s => OpenAiError::invalid(s, "Invalid JSON in request body"),
     })?;
-    match serde_json::from_slice::<Value>(&bytes) {
-        Ok(v @ Value::Object(_)) => Ok(v),
+    serde_json::from_slice::<Value>(&bytes).map_err(|_| OpenAiError::invalid(StatusCode::BAD_REQUEST, "Invalid JSON in request body"))
+}
+
+/// The request body as a JSON object: 413 past the body limit, 400 for anything else.
+pub fn json_body(body: Result<Bytes, BytesRejection>) -> Result<Value, OpenAiError> {
+    match parsed_body(body)? {
+        v @ Value::Object(_) => Ok(v),
         _ => Err(OpenAiError::invalid(StatusCode::BAD_REQUEST, "Invalid JSON in request body")),
     }
 }

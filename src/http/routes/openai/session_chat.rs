@@ -12,7 +12,7 @@ use crate::app::{ApiServer, Outcome};
 use crate::core::session_chat::parse_session_chat;
 use crate::http::HttpState;
 use crate::http::routes::openai::chat::echo;
-use crate::http::routes::openai::{OpenAiError, OpenAiKey, answer_text, not_run, session_key_header, session_stream, too_large};
+use crate::http::routes::openai::{OpenAiError, OpenAiKey, answer_text, not_run, parsed_body, session_key_header, session_stream};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -43,14 +43,9 @@ impl Prepared {
 
 /// Hermes' `_read_json_body`: 413 past the body limit, 400 for bad JSON or a non-object.
 fn object_body(body: Result<Bytes, BytesRejection>) -> Result<Value, OpenAiError> {
-    let bytes = body.map_err(|r| match r.status() {
-        StatusCode::PAYLOAD_TOO_LARGE => too_large(),
-        s => OpenAiError::invalid(s, "Invalid JSON in request body"),
-    })?;
-    match serde_json::from_slice::<Value>(&bytes) {
-        Ok(v @ Value::Object(_)) => Ok(v),
-        Ok(_) => Err(OpenAiError::invalid(StatusCode::BAD_REQUEST, "Request body must be a JSON object")),
-        Err(_) => Err(OpenAiError::invalid(StatusCode::BAD_REQUEST, "Invalid JSON in request body")),
+    match parsed_body(body)? {
+        v @ Value::Object(_) => Ok(v),
+        _ => Err(OpenAiError::invalid(StatusCode::BAD_REQUEST, "Request body must be a JSON object")),
     }
 }
 
