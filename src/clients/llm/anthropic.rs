@@ -11,7 +11,9 @@ use crate::config::models::Endpoint;
 use crate::core::session::{Message, Role, ToolCall};
 use crate::ports::{ChatRequest, ChatResponse, Llm, LlmError, TextSink};
 use async_trait::async_trait;
+use bytes::Bytes;
 use secrecy::{ExposeSecret, SecretString};
+use serde::Serialize;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -48,21 +50,29 @@ impl AnthropicLlm {
         }
     }
 
-    /// The request body for `req` (no `stream` key).
-    pub fn body(&self, req: &ChatRequest) -> Value {
+    /// The request body for `req` as bytes, serialized once per call (the tool schemas are
+    /// borrowed, not copied into a `Value` tree: docs/design.md#memory) and shared by retries.
+    pub fn body(&self, req: &ChatRequest, stream: bool) -> Result<Bytes, LlmError> {
         let marker = if self.cache_ttl_1h { json!({"type": "ephemeral", "ttl": "1h"}) } else { json!({"type": "ephemeral"}) };
-        wire_body(req, req.model.as_deref().unwrap_or(&self.model), &marker)
+        let mut body = wire_body(req, req.model.as_deref().unwrap_or(&self.model), &marker);
+        body.stream = stream.then_some(true);
+        serde_json::to_vec(&body).map(Bytes::from).map_err(|e| LlmError::BadResponse(format!("cannot encode the request: {e}")))
     }
 
-    fn post(&self, body: &Value) -> reqwest::RequestBuilder {
-        let mut rq = self.http.post(&self.url).header("anthropic-version", ANTHROPIC_VERSION).json(body);
+    fn post(&self, body: &Bytes) -> reqwest::RequestBuilder {
+        let mut rq = self
+            .http
+            .post(&self.url)
+            .header("anthropic-version", ANTHROPIC_VERSION)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body.clone());
         if let Some(k) = &self.key {
             rq = rq.header("x-api-key", k.expose_secret());
         }
         rq
     }
 
-    async fn attempt(&self, body: &Value) -> Result<ChatResponse, Failure> {
+    async fn attempt(&self, body: &Bytes) -> Result<ChatResponse, Failure> {
         let resp = self.post(body).send().await.map_err(|e| (LlmError::Unreachable(describe(e)), Some(0)))?;
         let resp = check_status(resp).await?;
         let text = resp.text().await.map_err(|e| (LlmError::Unreachable(describe(e)), Some(0)))?;
@@ -78,7 +88,7 @@ impl AnthropicLlm {
 
     /// One streamed attempt. A failure after a text delta was handed to `on_text` is final
     /// (no wait hint): a retry would show that text twice.
-    async fn attempt_stream(&self, body: &Value, on_text: &mut TextSink<'_>) -> Result<ChatResponse, Failure> {
+    async fn attempt_stream(&self, body: &Bytes, on_text: &mut TextSink<'_>) -> Result<ChatResponse, Failure> {
         let resp = self.post(body).send().await.map_err(|e| (LlmError::Unreachable(describe(e)), Some(0)))?;
         let mut resp = check_status(resp).await?;
         let (mut dec, mut acc, mut shown) = (SseDecoder::default(), StreamAccumulator::default(), false);
@@ -106,29 +116,44 @@ impl AnthropicLlm {
     }
 }
 
+/// A Messages request body: the transcript as JSON values (it carries cache markers), the
+/// tools borrowed from the request.
+#[derive(Serialize)]
+pub struct WireBody<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<Value>,
+    messages: Vec<Value>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream: Option<bool>,
+}
+
+/// A tool in Anthropic's shape.
+#[derive(Serialize)]
+struct WireTool<'a> {
+    name: &'a str,
+    description: &'a str,
+    input_schema: &'a Value,
+}
+
 /// Builds the Messages body: `system`, merged `messages`, `tools`, cache markers.
-pub fn wire_body(req: &ChatRequest, model: &str, marker: &Value) -> Value {
+pub fn wire_body<'a>(req: &'a ChatRequest, model: &'a str, marker: &Value) -> WireBody<'a> {
     let system: Vec<&str> =
         req.messages.iter().filter(|m| m.role == Role::System && !m.content.is_empty()).map(|m| m.content.as_str()).collect();
     let mut messages = wire_messages(&req.messages);
-    let mut body = json!({ "model": model, "max_tokens": MAX_TOKENS });
-    let mut used = 0;
-    if !system.is_empty() {
-        body["system"] = json!([{ "type": "text", "text": system.join("\n\n"), "cache_control": marker }]);
-        used = 1;
-    }
+    let system = (!system.is_empty()).then(|| json!([{ "type": "text", "text": system.join("\n\n"), "cache_control": marker }]));
+    let used = usize::from(system.is_some());
     let n = messages.len();
     for m in messages.iter_mut().skip(n.saturating_sub(CACHE_BREAKPOINTS - used)) {
         if let Some(last) = m["content"].as_array_mut().and_then(|c| c.last_mut()) {
             last["cache_control"] = marker.clone();
         }
     }
-    body["messages"] = Value::Array(messages);
-    if !req.tools.is_empty() {
-        body["tools"] =
-            req.tools.iter().map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters})).collect();
-    }
-    body
+    let tools = req.tools.iter().map(|t| WireTool { name: &t.name, description: &t.description, input_schema: &t.parameters }).collect();
+    WireBody { model, max_tokens: MAX_TOKENS, system, messages, tools, stream: None }
 }
 
 fn blocks(m: &Message) -> (&'static str, Vec<Value>) {
@@ -232,14 +257,13 @@ impl Llm for AnthropicLlm {
     }
 
     async fn complete(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let body = self.body(req);
+        let body = self.body(req, false)?;
         let r = with_retries(self.attempts, self.backoff, || self.attempt(&body)).await?;
         Ok(super::retry::answered_by(r, req.model.as_ref(), &self.model))
     }
 
     async fn complete_streamed(&self, req: &ChatRequest, on_text: &mut TextSink<'_>) -> Result<ChatResponse, LlmError> {
-        let mut body = self.body(req);
-        body["stream"] = json!(true);
+        let body = self.body(req, true)?;
         let mut n = 0;
         let r = loop {
             match self.attempt_stream(&body, on_text).await {
@@ -273,8 +297,12 @@ mod tests {
         let mut result = msg(Role::Tool, "12:00");
         result.tool_call_id = Some("t1".into());
         let msgs = vec![msg(Role::System, "be nice"), msg(Role::User, "a"), msg(Role::User, "b"), call, result, msg(Role::User, "c")];
-        let req = ChatRequest { messages: msgs, tools: vec![], model: None, route: None };
-        let b = wire_body(&req, "m", &json!({"type": "ephemeral"}));
+        let tool =
+            crate::ports::ToolSpec { name: "current_time".into(), description: "Now.".into(), parameters: json!({"type": "object"}) };
+        let req = ChatRequest { messages: msgs, tools: vec![std::sync::Arc::new(tool)], model: None, route: None };
+        let b = serde_json::to_value(wire_body(&req, "m", &json!({"type": "ephemeral"}))).unwrap();
+        assert_eq!(b["tools"], json!([{"name": "current_time", "description": "Now.", "input_schema": {"type": "object"}}]));
+        assert_eq!((&b["model"], &b["max_tokens"], b.get("stream")), (&json!("m"), &json!(MAX_TOKENS), None));
         assert_eq!(b["system"][0]["text"], "be nice");
         assert_eq!(b["system"][0]["cache_control"]["type"], "ephemeral");
         let m = b["messages"].as_array().unwrap();

@@ -8,10 +8,12 @@ use super::sse::SseDecoder;
 use crate::clients::{describe, http_client};
 use crate::config::models::Endpoint;
 use crate::core::session::{Message, Role, ToolCall};
-use crate::ports::{ChatRequest, ChatResponse, Llm, LlmError, TextSink};
+use crate::ports::{ChatRequest, ChatResponse, Llm, LlmError, TextSink, ToolSpec};
 use async_trait::async_trait;
+use bytes::Bytes;
 use secrecy::{ExposeSecret, SecretString};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 use std::time::Duration;
 
 /// The OpenAI-compatible adapter.
@@ -38,30 +40,28 @@ impl OpenAiLlm {
         }
     }
 
-    fn body(&self, req: &ChatRequest) -> Value {
-        let messages: Vec<Value> = req.messages.iter().map(wire_message).collect();
-        let mut body = json!({ "model": req.model.as_deref().unwrap_or(&self.model), "messages": messages });
-        if !req.tools.is_empty() {
-            body["tools"] = req
-                .tools
-                .iter()
-                .map(
-                    |t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}),
-                )
-                .collect();
-        }
-        body
+    /// The request body as bytes, serialized once per call straight from `req` (no `Value`
+    /// tree of every tool's schema per turn: docs/design.md#memory), shared by the retries.
+    fn body(&self, req: &ChatRequest, stream: bool) -> Result<Bytes, LlmError> {
+        let body = WireBody {
+            model: req.model.as_deref().unwrap_or(&self.model),
+            messages: req.messages.iter().map(wire_message).collect(),
+            tools: req.tools.iter().map(|t| WireTool { kind: "function", function: t }).collect(),
+            stream: stream.then_some(true),
+            stream_options: stream.then_some(StreamOptions { include_usage: true }),
+        };
+        serde_json::to_vec(&body).map(Bytes::from).map_err(|e| LlmError::BadResponse(format!("cannot encode the request: {e}")))
     }
 
-    fn post(&self, body: &Value) -> reqwest::RequestBuilder {
-        let mut rq = self.http.post(&self.url).json(body);
+    fn post(&self, body: &Bytes) -> reqwest::RequestBuilder {
+        let mut rq = self.http.post(&self.url).header(reqwest::header::CONTENT_TYPE, "application/json").body(body.clone());
         if let Some(k) = &self.key {
             rq = rq.bearer_auth(k.expose_secret());
         }
         rq
     }
 
-    async fn attempt(&self, body: &Value) -> Result<ChatResponse, Failure> {
+    async fn attempt(&self, body: &Bytes) -> Result<ChatResponse, Failure> {
         let resp = self.post(body).send().await.map_err(|e| (LlmError::Unreachable(describe(e)), Some(0)))?;
         let resp = check_status(resp).await?;
         let text = resp.text().await.map_err(|e| (LlmError::Unreachable(describe(e)), Some(0)))?;
@@ -70,7 +70,7 @@ impl OpenAiLlm {
 
     /// One streamed attempt. A failure after a text delta was handed to `on_text` is final
     /// (no wait hint): a retry would show that text twice.
-    async fn attempt_stream(&self, body: &Value, on_text: &mut TextSink<'_>) -> Result<ChatResponse, Failure> {
+    async fn attempt_stream(&self, body: &Bytes, on_text: &mut TextSink<'_>) -> Result<ChatResponse, Failure> {
         let resp = self.post(body).send().await.map_err(|e| (LlmError::Unreachable(describe(e)), Some(0)))?;
         let mut resp = check_status(resp).await?;
         let (mut dec, mut acc, mut shown) = (SseDecoder::default(), ChunkAccumulator::default(), false);
@@ -92,29 +92,95 @@ impl OpenAiLlm {
     }
 }
 
-fn wire_message(m: &Message) -> Value {
-    let mut v = json!({ "role": m.role.as_str(), "content": m.content });
-    if !m.tool_calls.is_empty() {
-        v["tool_calls"] = m
-            .tool_calls
-            .iter()
-            .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
-            .collect();
-        if m.content.is_empty() {
-            v["content"] = Value::Null;
-        }
-    }
-    if m.role == Role::Tool {
-        v["tool_call_id"] = json!(m.tool_call_id.as_deref().unwrap_or(""));
-    }
-    if !m.images.is_empty() {
+/// The wire shape of a request body (OpenAI chat completions), borrowed from the request.
+#[derive(Serialize)]
+struct WireBody<'a> {
+    model: &'a str,
+    messages: Vec<WireMessage<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: &'a ToolSpec,
+}
+
+#[derive(Serialize)]
+struct WireMessage<'a> {
+    role: &'static str,
+    content: WireContent<'a>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<WireCall<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
+}
+
+/// A message's `content`: text, `null` (an assistant turn of tool calls only), or parts.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum WireContent<'a> {
+    Text(&'a str),
+    Null,
+    Parts(Vec<WirePart<'a>>),
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WirePart<'a> {
+    Text { text: &'a str },
+    ImageUrl { image_url: ImageUrl },
+}
+
+#[derive(Serialize)]
+struct ImageUrl {
+    url: String,
+}
+
+#[derive(Serialize)]
+struct WireCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireCallFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireCallFunction<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+fn wire_message(m: &Message) -> WireMessage<'_> {
+    let tool_calls: Vec<WireCall<'_>> = m
+        .tool_calls
+        .iter()
+        .map(|c| WireCall { id: &c.id, kind: "function", function: WireCallFunction { name: &c.name, arguments: &c.arguments } })
+        .collect();
+    let content = if !m.images.is_empty() {
         // A photo for this call (docs/design.md#media): a content array, text first.
-        let text = (!m.content.trim().is_empty()).then(|| json!({"type": "text", "text": m.content}));
+        let text = (!m.content.trim().is_empty()).then_some(WirePart::Text { text: &m.content });
         let images =
-            m.images.iter().map(|i| json!({"type": "image_url", "image_url": {"url": format!("data:{};base64,{}", i.mime, i.base64)}}));
-        v["content"] = text.into_iter().chain(images).collect();
-    }
-    v
+            m.images.iter().map(|i| WirePart::ImageUrl { image_url: ImageUrl { url: format!("data:{};base64,{}", i.mime, i.base64) } });
+        WireContent::Parts(text.into_iter().chain(images).collect())
+    } else if !tool_calls.is_empty() && m.content.is_empty() {
+        WireContent::Null
+    } else {
+        WireContent::Text(&m.content)
+    };
+    let tool_call_id = (m.role == Role::Tool).then(|| m.tool_call_id.as_deref().unwrap_or(""));
+    WireMessage { role: m.role.as_str(), content, tool_calls, tool_call_id }
 }
 
 /// Parses a chat-completions response body.
@@ -158,16 +224,14 @@ impl Llm for OpenAiLlm {
     }
 
     async fn complete(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let body = self.body(req);
+        let body = self.body(req, false)?;
         let r = with_retries(self.attempts, self.backoff, || self.attempt(&body)).await?;
         // Why: the transcript records the model that answered; some servers omit `model`.
         Ok(super::retry::answered_by(r, req.model.as_ref(), &self.model))
     }
 
     async fn complete_streamed(&self, req: &ChatRequest, on_text: &mut TextSink<'_>) -> Result<ChatResponse, LlmError> {
-        let mut body = self.body(req);
-        body["stream"] = json!(true);
-        body["stream_options"] = json!({"include_usage": true});
+        let body = self.body(req, true)?;
         let mut n = 0;
         let r = loop {
             match self.attempt_stream(&body, on_text).await {
@@ -188,6 +252,49 @@ impl Llm for OpenAiLlm {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_body_is_the_chat_completions_wire_shape() {
+        let t0 = chrono::DateTime::UNIX_EPOCH;
+        let mut call = Message::text(Role::Assistant, "", t0);
+        call.tool_calls.push(ToolCall { id: "c1".into(), name: "current_time".into(), arguments: "{}".into() });
+        let mut result = Message::text(Role::Tool, "12:00", t0);
+        result.tool_call_id = Some("c1".into());
+        let tool = std::sync::Arc::new(ToolSpec {
+            name: "current_time".into(),
+            description: "Now.".into(),
+            parameters: json!({"type": "object"}),
+        });
+        let req = ChatRequest {
+            messages: vec![Message::text(Role::User, "time?", t0), call, result],
+            tools: vec![tool],
+            model: None,
+            route: None,
+        };
+        let ep = Endpoint {
+            provider: "openai",
+            wire: crate::config::models::Wire::OpenaiChat,
+            base_url: "http://x/v1".into(),
+            model: "m".into(),
+            api_key: None,
+            key_hint: String::new(),
+            why: String::new(),
+            oauth_line: None,
+        };
+        let llm = OpenAiLlm::new(&ep, Duration::from_secs(1), 1);
+        let v: Value = serde_json::from_slice(&llm.body(&req, false).unwrap()).unwrap();
+        assert_eq!(
+            v,
+            json!({"model": "m", "messages": [
+                {"role": "user", "content": "time?"},
+                {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "current_time", "arguments": "{}"}}]},
+                {"role": "tool", "content": "12:00", "tool_call_id": "c1"}],
+              "tools": [{"type": "function", "function": {"name": "current_time", "description": "Now.", "parameters": {"type": "object"}}}]})
+        );
+        let v: Value = serde_json::from_slice(&llm.body(&ChatRequest { tools: vec![], ..req }, true).unwrap()).unwrap();
+        assert_eq!((v.get("tools"), &v["stream"], &v["stream_options"]), (None, &json!(true), &json!({"include_usage": true})));
+    }
 
     #[test]
     fn parses_tool_calls_and_usage() {
@@ -203,10 +310,10 @@ mod tests {
         let mut m = Message::text(Role::User, "[photo] a cat?", chrono::DateTime::UNIX_EPOCH);
         m.images.push(crate::core::session::Image { mime: "image/jpeg".into(), base64: "/9j/".into() });
         assert_eq!(
-            wire_message(&m)["content"],
+            serde_json::to_value(wire_message(&m)).unwrap()["content"],
             json!([{"type": "text", "text": "[photo] a cat?"}, {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,/9j/"}}])
         );
         m.images.clear();
-        assert_eq!(wire_message(&m)["content"], "[photo] a cat?");
+        assert_eq!(serde_json::to_value(wire_message(&m)).unwrap()["content"], "[photo] a cat?");
     }
 }
