@@ -51,7 +51,7 @@ impl AnthropicLlm {
     }
 
     /// The request body for `req` as bytes, serialized once per call (the tool schemas are
-    /// borrowed, not copied into a `Value` tree: docs/design.md#memory) and shared by retries.
+    /// borrowed, not copied into a `Value` tree: docs/design/scale.md, "Start-up and memory") and shared by retries.
     pub fn body(&self, req: &ChatRequest, stream: bool) -> Result<Bytes, LlmError> {
         let marker = if self.cache_ttl_1h { json!({"type": "ephemeral", "ttl": "1h"}) } else { json!({"type": "ephemeral"}) };
         let mut body = wire_body(req, req.model.as_deref().unwrap_or(&self.model), &marker);

@@ -41,7 +41,8 @@ impl OpenAiLlm {
     }
 
     /// The request body as bytes, serialized once per call straight from `req` (no `Value`
-    /// tree of every tool's schema per turn: docs/design.md#memory), shared by the retries.
+    /// tree of every tool's schema per turn: docs/design/scale.md, "Start-up and memory"), shared
+    /// by the retries.
     fn body(&self, req: &ChatRequest, stream: bool) -> Result<Bytes, LlmError> {
         let body = WireBody {
             model: req.model.as_deref().unwrap_or(&self.model),
