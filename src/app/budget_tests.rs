@@ -7,7 +7,7 @@
 use crate::app::{App, Inbound, ReplyPath};
 use crate::core::ids::{ChatType, Origin};
 use crate::core::job::Job;
-use crate::ports::{Clock, JobStore, LedgerStore, ManualClock, SessionStore, Store};
+use crate::ports::{Clock, JobStore, LedgerStore, ManualClock, QueueStore, SessionStore, Store};
 use crate::store::counting::{CountingStore, Counts, breakdown};
 use crate::test_support::{CountingLlm, Outbox, TestApp};
 use chrono::{DateTime, Duration, Utc};
@@ -277,4 +277,68 @@ async fn a_script_job_fire_stays_within_the_fire_budget() {
     assert_eq!(texts[1], "ok");
     let runs = counting.list_runs("s2", 5).await.unwrap();
     assert_eq!((runs[0].output.as_str(), runs[0].session_id.as_str()), ("item-4711", ""), "no_agent: stdout is the output, no session");
+}
+
+/// Commits (`put_entry` calls: every other write is a read) among `c`.
+fn commits(c: &Counts) -> (Option<u64>, u64) {
+    let writes = c.iter().filter(|(op, _)| !matches!(**op, "get_entry" | "turn_read")).map(|(_, n)| n).sum();
+    (c.get("put_entry").copied(), writes)
+}
+
+/// The commits of a turn whose reply the transport returns itself (`ReplyPath::Caller`: the
+/// body of `/api/messages`, a Discord interaction) on `store` (docs/design/scale.md#store-cost):
+/// two, the lease write and the settling write, which also releases the lease when nothing
+/// waits. Queued work keeps the lease for the drain, and a chat-reply turn keeps its release
+/// after the send: three. Returns the caller turn's counts.
+pub(crate) async fn caller_turn_commits(store: Arc<dyn Store>) -> Counts {
+    let counting = Arc::new(CountingStore::new(store));
+    let now = Utc::now();
+    let (app, clock) = app(counting.clone(), now);
+    let caller = |id: &str, text: &str| Inbound { reply: ReplyPath::Caller, ..inbound(id, text) };
+    assert_eq!(app.handle_inbound(caller("1", "hello")).await.unwrap().reply.as_deref(), Some("ok"));
+    clock.advance(Duration::seconds(5));
+    counting.take();
+    let out = app.handle_inbound(caller("2", "hello")).await.unwrap();
+    assert_eq!(out.reply.as_deref(), Some("ok"));
+    let turn = counting.take();
+    assert_eq!(commits(&turn), (Some(2), 2), "a caller turn commits twice: {}", breakdown(&turn));
+    let key = crate::core::ids::SessionKey::parse(&out.session_key).unwrap();
+    let entry = counting.get_entry(&key).await.unwrap().unwrap();
+    assert!(entry.lease.is_none(), "released by the settling write: {entry:?}");
+    let texts = |sid| {
+        let counting = counting.clone();
+        async move { counting.recent_messages(&sid, 20).await.unwrap().into_iter().map(|m| m.content).collect::<Vec<_>>() }
+    };
+    assert_eq!(texts(entry.session_id.clone()).await, ["hello", "ok", "hello", "ok"]);
+
+    // A queued item waits: the settling write keeps the lease, and the drain answers the item.
+    let item = crate::ports::QueuedItem { text: "queued".into(), message_id: None, at: clock.now(), attachments: Vec::new() };
+    counting.queue_push(&key, &item, 32, None).await.unwrap();
+    clock.advance(Duration::seconds(5));
+    assert_eq!(app.handle_inbound(caller("3", "now")).await.unwrap().reply.as_deref(), Some("ok"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let e = counting.get_entry(&key).await.unwrap().unwrap();
+        if e.lease.is_none() && texts(e.session_id.clone()).await.len() == 8 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the queued item was not drained: {e:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(texts(entry.session_id.clone()).await[4..], ["now", "ok", "queued", "ok"]);
+    assert!(counting.queue_list(&key).await.unwrap().is_empty());
+
+    // A chat-reply turn still releases in a write of its own, after the send.
+    clock.advance(Duration::seconds(5));
+    counting.take();
+    app.handle_inbound(inbound("4", "again")).await.unwrap();
+    let chat = counting.take();
+    assert_eq!(commits(&chat), (Some(3), 3), "a chat-reply turn commits three times: {}", breakdown(&chat));
+    turn
+}
+
+#[tokio::test]
+async fn a_caller_answered_turn_commits_twice_and_ends_released_on_sqlite() {
+    let turn = caller_turn_commits(Arc::new(crate::store::sqlite::SqliteStore::in_memory().unwrap())).await;
+    assert_within("caller-answered turn (sqlite)", &turn, TURN_BUDGET - 1);
 }

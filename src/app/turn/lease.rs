@@ -198,7 +198,8 @@ impl App {
     /// The settling write of a leased chat turn (docs/design.md#store-cost): the final
     /// `answer`, the token update (`tokens`: input, output) and, when the reply will be sent
     /// to the origin (`whole`: not streamed), its reply-ledger record, in one write
-    /// conditioned on the entry's version. Any write to the entry since (a stop request, a
+    /// conditioned on the entry's version. A whole reply to the caller also releases the
+    /// lease in it when nothing waits ([`Settled::released`]). Any write to the entry since (a stop request, a
     /// renewal, a stored message) fails it; the entry is then read again to find out why: a
     /// stop request drops the answer (`None`), a lost lease is [`lost`], anything else is
     /// written again on the new version.
@@ -215,6 +216,12 @@ impl App {
         let mut once = (whole && turn.path == ReplyPath::Origin && self.delivers_to(&entry.origin) && !answer.content.is_empty())
             .then(|| reply_ledger_key(&fence, "reply"));
         let mut send = true;
+        // A whole reply that the caller's transport returns itself (`ReplyPath::Caller`: the
+        // body of `/api/messages`, a Discord interaction's follow-up) leaves once `handle`
+        // returns, after the release anyway, and nothing is sent after this write: when nothing
+        // waits (empty pending slot and FIFO), the release rides on it (two commits a turn,
+        // docs/design/scale.md#store-cost). A streamed reply still sends after it: not folded.
+        let mut release = whole && turn.path == ReplyPath::Caller && self.inner.live.accepting();
         let mut cur = entry.clone();
         for _ in 0..crate::app::cas::CAS_RETRIES {
             if !cur.holds(&fence) {
@@ -230,8 +237,15 @@ impl App {
             if let Some(key) = &once {
                 changes.push(SessionChange::Once { key: key.clone(), expires_at: now + Duration::days(REPLY_LEDGER_DAYS), now });
             }
+            let released = release && cur.pending.is_empty();
+            if released {
+                next.lease = None;
+                changes.push(SessionChange::QueueEmpty(fence.key.clone()));
+            }
             match self.inner.store.put_entry(&next, &changes).await {
-                Ok(written) => return Ok(Some(Settled { entry: Box::new(written), send })),
+                Ok(written) => return Ok(Some(Settled { entry: Box::new(written), send, released })),
+                // Queued work waits: keep the lease for the drain (written again without it).
+                Err(StoreError::QueueNotEmpty(_)) => release = false,
                 Err(StoreError::Conflict(_)) => match self.inner.store.get_entry(&fence.key).await? {
                     Some(e) => cur = e,
                     None => return Err(lost(&fence.key)),

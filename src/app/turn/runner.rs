@@ -24,8 +24,9 @@ pub struct TurnReport {
     pub reply: String,
     /// Notices shown before it (empty when they went to the caller's stream target).
     pub notices: Vec<String>,
-    /// The entry as the turn's last write left it (still leased), so the next step needs no
-    /// re-read; a stale copy only costs a compare-and-set retry.
+    /// The entry as the turn's last write left it (still leased, or released by its settling
+    /// write: no lease), so the next step needs no re-read; a stale copy only costs a
+    /// compare-and-set retry.
     pub(in crate::app) held: Option<Box<SessionEntry>>,
     /// The reply already reached the caller's stream target (docs/design.md#streaming).
     pub streamed: bool,
@@ -121,7 +122,8 @@ impl App {
                     Some(s) => Some((*s.entry).clone()),
                     None => self.update_leased_from(entry, &token, |e| settle(e, (out.input_tokens, out.output_tokens), now)).await?,
                 };
-                let Some(updated) = updated.filter(|e| e.holds(&fence)) else { return Err(lost(key)) };
+                let released = settled.as_ref().is_some_and(|s| s.released);
+                let Some(updated) = updated.filter(|e| released || e.holds(&fence)) else { return Err(lost(key)) };
                 if !out.interrupted && !out.streamed {
                     // That write just proved the lease: the send needs no second read.
                     match settled {
@@ -282,6 +284,12 @@ impl App {
         token: String,
         held: Option<Box<SessionEntry>>,
     ) -> Result<(), AppError> {
+        // The turn's settling write released the lease already (nothing waited then; a later
+        // push saw the lease free and woke the key itself).
+        if held.as_ref().is_some_and(|e| e.lease.is_none()) {
+            self.inner.live.unregister(&key, &token);
+            return Ok(());
+        }
         match self.take_next(&key, &token, held, true).await {
             Ok(Next::Released) => {
                 self.inner.live.unregister(&key, &token);

@@ -39,11 +39,14 @@ pub struct TurnOutput {
 /// What a leased turn's settling write left (docs/design.md#store-cost).
 #[derive(Debug, Clone)]
 pub(in crate::app) struct Settled {
-    /// The entry as the write left it (still leased).
+    /// The entry as the write left it (still leased unless `released`).
     pub entry: Box<SessionEntry>,
     /// Whether the reply is to be sent now (its once key, if it needs one, was taken in
     /// that write; false when the key was taken before: it may have been sent).
     pub send: bool,
+    /// The write also released the lease: a whole reply the caller's transport returns, with
+    /// nothing waiting (the turn's second and last commit, docs/design/scale.md#store-cost).
+    pub released: bool,
 }
 
 /// A chat turn under a lease, with the entry as the lease write returned it: its context

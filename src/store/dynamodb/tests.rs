@@ -329,3 +329,16 @@ async fn budgets_hold_across_two_processes_on_dynamodb() {
     let second = handle(&ep, store.table()).await;
     crate::app::jobs::alerts_tests::budgets_across_two_processes(Arc::new(store), Arc::new(second)).await;
 }
+
+/// `app::budget_tests::caller_turn_commits` on DynamoDB: a caller-answered turn's settling
+/// write releases the lease (`QueueEmpty` in the same transaction) when nothing waits.
+#[tokio::test]
+async fn a_caller_answered_turn_commits_twice_on_dynamodb() {
+    let Some(moto) = std::env::var("HZ_MOTO_ENDPOINT").ok().filter(|e| !e.is_empty()) else {
+        println!("skipped: HZ_MOTO_ENDPOINT not set (scripts/test.sh starts moto)");
+        return;
+    };
+    let ep = linearized(moto, Requests::default()).await;
+    let turn = crate::app::budget_tests::caller_turn_commits(Arc::new(fresh(&ep).await)).await;
+    crate::app::budget_tests::assert_within("caller-answered turn (dynamodb)", &turn, crate::app::budget_tests::TURN_BUDGET - 1);
+}
