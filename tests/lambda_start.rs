@@ -1,4 +1,4 @@
-//! Lazy start on Lambda (issue #33 item 4, docs/design/lambda.md#lazy-start), black-box: the
+//! Lazy start on Lambda (issue #33 item 4, docs/design.md#lazy-start), black-box: the
 //! real binary under the fake Runtime API (tests/common/lambda.rs). Until it asks for its first
 //! event the function makes no store request and creates no SQLite file; the first event
 //! opens the store and sees the bundled `jobs.json` synced (a fire of a job the new
@@ -165,4 +165,30 @@ async fn lambda_init_on_dynamodb_makes_no_aws_request() {
     assert_eq!(jobs.iter().map(|j| j.0.as_str()).collect::<Vec<_>>(), vec!["brief"], "jobs.json synced before the first event");
     assert!(proxy.requests() > created, "the first event used the table");
     assert!(rapid.init_errors.lock().unwrap().is_empty());
+}
+
+/// A store that cannot be opened (its directory is a file) does not stop the init: the first
+/// event fails with the reason and the process stays up; once the path is usable, the next
+/// event opens the store and is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lambda_store_open_failure_fails_the_invocation_and_is_retried() {
+    let llm = FakeLlm::start().await;
+    let home = TempHome::new("lambda-lazy-bad");
+    home.write("config.yaml", &common::config(Some(&llm), None, "store:\n  path: blocked/state.db\n"));
+    home.write("blocked", "a file where the store's directory should be");
+    let (api, rapid) = start_rapid().await;
+    let mut f = Function::start(&api, rapid.clone(), home.path(), &[]);
+    init_done(&f).await;
+    assert!(rapid.init_errors.lock().unwrap().is_empty(), "the init does not open the store");
+
+    let (kind, resp) = f.invoke(function_url("GET", "/api/jobs", auth(), None, false)).await;
+    assert_eq!(kind, "error", "{resp}");
+    let msg = resp["errorMessage"].as_str().unwrap_or("");
+    assert!(msg.contains("cannot open") && msg.contains("blocked/state.db"), "{resp}");
+    assert!(f.child.try_wait().unwrap().is_none(), "the process stays up");
+
+    std::fs::remove_file(home.path().join("blocked")).unwrap();
+    let (kind, resp) = f.invoke(function_url("GET", "/api/jobs", auth(), None, false)).await;
+    assert_eq!((kind, resp["statusCode"].clone()), ("response", json!(200)), "{resp}");
+    assert!(home.path().join("blocked/state.db").exists());
 }

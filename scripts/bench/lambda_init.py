@@ -5,13 +5,16 @@ Starts a fake Runtime API (Python http.server speaking the real wire protocol: i
 `GET /2018-06-01/runtime/invocation/next` by holding the request, and accepts init errors),
 then starts the release `--features aws` binary with `AWS_LAMBDA_RUNTIME_API` pointing at it
 and times process start (just before exec) → the first `next` request arriving. That is
-Lambda's "Init duration": config, store, clients, the cold-start sweep, the runtime loop.
-The process is then killed; each run uses a fresh temp `HERMES_HOME`.
+Lambda's "Init duration": config, clients, the runtime loop. The store is not opened then
+(no SQLite file is created, no DynamoDB request is made): the first invocation opens it,
+syncs `jobs.json` and, after its answer, runs the recovery sweep (docs/design.md#lazy-start),
+so none of that is in this figure. The process is then killed; each run uses a fresh temp
+`HERMES_HOME`.
 
 Store: SQLite in the temp home by default (what the binary does without `HERMES_STORE`).
 With `--dynamodb URL` (a moto server, e.g. `moto_server -p 5xxxx`) it runs on DynamoDB as on
 Lambda: `HERMES_STORE=dynamodb` and a table created once before the runs (`doctor
---create-table`), so the cold-start sweep makes real DynamoDB requests to the local moto.
+--create-table`); the init builds the DynamoDB client and makes no request to moto.
 
 Usage: scripts/bench/lambda_init.py [--runs N] [--dynamodb URL] [BINARY]
        (default BINARY: target/release/hermes-zero; build it with `cargo build --release --features aws`)

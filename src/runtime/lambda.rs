@@ -186,10 +186,11 @@ impl Handler {
 
     async fn handle_event(self, ev: LambdaEvent<Value>) -> Result<Answer, lambda_runtime::Error> {
         let LambdaEvent { payload, context } = ev;
-        // The first event: the store opened, jobs.json synced, MCP tools offered (lambda_start).
-        self.start.before_event().await?;
         // Every profile's schedules target this function.
         self.profiles.learn_timer_target(&context.invoked_function_arn);
+        // The first event: the store opened, jobs.json synced (its schedules armed with the
+        // target just learned), MCP tools offered (lambda_start).
+        self.start.before_event().await?;
         if let Some(fire) = payload.get(FIRE_KEY) {
             return self.fire(fire.clone()).await.map(FunctionResponse::BufferedResponse);
         }

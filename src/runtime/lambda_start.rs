@@ -1,4 +1,4 @@
-//! Lazy start on Lambda (docs/design/lambda.md#lazy-start): the init makes no store request
+//! Lazy start on Lambda (docs/design.md#lazy-start): the init makes no store request
 //! and creates no file, so the start-up work a sandbox owes runs on its first invocation
 //! instead, split by what the first event needs.
 //!

@@ -107,7 +107,7 @@ pub async fn open_base(home: &Path, cfg: &Loaded) -> Result<BaseStore, StartErro
 }
 
 /// [`open_base`], except that a SQLite file is opened (created, migrated) by the store's first
-/// call, not now (the Lambda init: docs/design/lambda.md#lazy-start). Neither store makes a
+/// call, not now (the Lambda init: docs/design.md#lazy-start). Neither store makes a
 /// request here.
 pub async fn open_base_lazy(home: &Path, cfg: &Loaded) -> Result<BaseStore, StartError> {
     open_base_as(home, cfg, true).await

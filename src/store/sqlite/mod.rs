@@ -78,7 +78,7 @@ impl StoreStats {
 
 /// The store thread: started by [`SqliteStore::open`], or by the first call of a store made
 /// with [`SqliteStore::lazy`], which creates the file only then (on Lambda the init makes no
-/// store request: docs/design/lambda.md#lazy-start).
+/// store request: docs/design.md#lazy-start).
 struct Opened {
     thread: tokio::sync::OnceCell<StoreThread>,
     /// The file a lazy store opens on its first call.
