@@ -9,46 +9,13 @@ mod common;
 
 use common::*;
 use serde_json::Value;
-use std::sync::Arc;
 
 const OFFSET: i64 = 3660;
-
-/// Forwards one request at a time to moto: moto's transactions are not atomic against
-/// concurrent ones (DynamoDB's are), so it is made linearizable the way DynamoDB is.
-async fn linearized(upstream: String) -> String {
-    let gate = Arc::new(tokio::sync::Mutex::new(hermes_zero::clients::client_builder().build().unwrap()));
-    let app = axum::Router::new().fallback(move |req: axum::extract::Request| {
-        let (gate, upstream) = (gate.clone(), upstream.clone());
-        async move {
-            let (parts, body) = req.into_parts();
-            let body = axum::body::to_bytes(body, usize::MAX).await.unwrap();
-            let path = parts.uri.path_and_query().map_or("/", |p| p.as_str()).to_string();
-            let client = gate.lock().await;
-            let mut r = client.request(parts.method, format!("{upstream}{path}")).body(body);
-            for (k, v) in &parts.headers {
-                if k != axum::http::header::HOST && k != axum::http::header::CONTENT_LENGTH {
-                    r = r.header(k, v);
-                }
-            }
-            let resp = r.send().await.unwrap();
-            let mut out = axum::response::Response::builder().status(resp.status());
-            for (k, v) in resp.headers() {
-                if k != axum::http::header::CONTENT_LENGTH && k != axum::http::header::TRANSFER_ENCODING {
-                    out = out.header(k, v);
-                }
-            }
-            let bytes = resp.bytes().await.unwrap();
-            drop(client);
-            out.body(axum::body::Body::from(bytes)).unwrap()
-        }
-    });
-    spawn_server(app).await
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn five_hundred_identical_fires_on_dynamodb_run_once() {
     let Some(moto) = moto_endpoint("dynamodb storm") else { return };
-    let endpoint = linearized(moto).await;
+    let endpoint = common::moto_proxy::linearized(moto).await.url;
     let table = format!("hz-storm-{:08x}", rand::random::<u32>());
     let envs = [&moto_store_env(&endpoint, &table)[..], &[("TELEGRAM_BOT_TOKEN", "")]].concat();
     let llm = FakeLlm::start().await;

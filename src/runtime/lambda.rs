@@ -1,7 +1,9 @@
 //! The AWS Lambda entry (feature `aws`): used when `AWS_LAMBDA_RUNTIME_API` is set.
 //!
 //! One cold start builds the app once (config from `HERMES_HOME`, else `/tmp/hermes-zero`;
-//! clients once) and runs a bounded recovery sweep. Each invocation is then one of:
+//! clients once) and makes no store request: the store is opened, and the start-up work
+//! (`jobs.json`, MCP tools, the recovery sweep) done, on the first invocation
+//! (`lambda_start`). Each invocation is then one of:
 //! - an EventBridge Scheduler fire event `{"hermes_zero_fire":{"job_id","fire_at"}}` → the
 //!   shared fire path (`Jobs::fire`), answered with `{"status":"ok|duplicate|stale|gone",…}`;
 //!   with `"profile":"P"` (a routed profile's schedule) it is P's app that fires;
@@ -24,6 +26,7 @@
 //!
 //! Knows the Lambda event shapes and runtime protocol; the use cases know nothing of Lambda.
 
+use super::lambda_start::FirstStart;
 use super::lambda_url::Answer;
 use crate::app::App;
 use crate::channels::Channels;
@@ -42,7 +45,6 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime};
 
@@ -50,8 +52,6 @@ use std::time::{Duration, SystemTime};
 pub const RUNTIME_API_VAR: &str = "AWS_LAMBDA_RUNTIME_API";
 /// Variables the Lambda runtime client needs besides the API address.
 const REQUIRED_VARS: [&str; 3] = ["AWS_LAMBDA_FUNCTION_NAME", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "AWS_LAMBDA_FUNCTION_VERSION"];
-/// Bound of the cold-start recovery (Lambda allows 10 s of init before the first event).
-const COLD_START_BUDGET: Duration = Duration::from_secs(4);
 /// Kept free before the invocation deadline for posting results and logging.
 const DEADLINE_MARGIN: Duration = Duration::from_secs(10);
 /// Idle looks in a row that end the settle phase, and their spacing (150 ms in all: billed,
@@ -106,10 +106,12 @@ async fn run() -> ExitCode {
     let owner = env
         .get("AWS_LAMBDA_LOG_STREAM_NAME")
         .map(|stream| crate::core::recovery::owner_id(&format!("lambda/{stream}"), std::process::id()));
-    let super::Wired { app, channels, shared } = match super::wire_as(&home, cfg, owner).await {
-        Ok(w) => w,
+    // The store is opened by the first invocation, not here (lambda_start).
+    let base = match super::open_base_lazy(&home, &cfg).await {
+        Ok(b) => b,
         Err(e) => return init_failed(&api, "Runtime.StartError", &e.to_string(), ExitCode::FAILURE).await,
     };
+    let super::Wired { app, channels, shared } = super::wire_on(&home, cfg, owner, base, false);
     tracing::info!(provider = %choice.provider, why = %choice.why, store = app.store_kind(), model = app.model_name(), "hermes-zero on AWS Lambda");
     if choice.provider == crate::ports::TimerProvider::Eventbridge && no_role {
         tracing::error!("cron.eventbridge.role_arn is not set: scheduled jobs cannot be armed and will not fire");
@@ -118,14 +120,14 @@ async fn run() -> ExitCode {
     if api_key.is_none() {
         tracing::warn!("API_SERVER_KEY is not set: /api/* refuses every request");
     }
-    cold_start(&app).await;
+    let start = Arc::new(FirstStart::new(app.clone(), shared.base.clone()));
     let state = Arc::new(HttpState { app: app.clone(), channels: channels.clone(), api_key, provider: app.provider().as_str().into() });
     let default = Served { app: app.clone(), channels, router: router(state) };
     let profiles = Profiles::new(app.profile().clone(), default, shared, false);
-    let handler = Handler { app, router: super::profiles::routes(profiles.clone()), profiles: profiles.clone() };
+    let handler = Handler { app, router: super::profiles::routes(profiles.clone()), profiles: profiles.clone(), start: start.clone() };
     let runtime = Runtime::new(service_fn(move |ev: LambdaEvent<Value>| handler.clone().handle(ev)))
         .layer(TracingLayer::new())
-        .layer(SettleLayer { profiles, first: Arc::new(AtomicBool::new(true)) });
+        .layer(SettleLayer { profiles, start });
     match runtime.run().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -147,29 +149,6 @@ async fn init_failed(api: &str, kind: &str, msg: &str, code: ExitCode) -> ExitCo
     code
 }
 
-/// Cold-start work, bounded: sync `jobs.json` if one is bundled, then one recovery sweep.
-/// Not `startup_sweep`: many sandboxes start and stop independently, so there is no
-/// clean-shutdown marker to trust; expired leases are the only evidence of interruption.
-async fn cold_start(app: &App) {
-    let work = async {
-        app.mcp_warm().await;
-        match app.jobs().sync_file().await {
-            Ok(r) if !(r.created.is_empty() && r.updated.is_empty() && r.disabled.is_empty()) => {
-                tracing::info!(created = r.created.len(), updated = r.updated.len(), disabled = r.disabled.len(), "jobs.json synced")
-            }
-            Ok(_) => {}
-            Err(e) => tracing::error!(error = %e, "jobs.json refused; the stored jobs are unchanged"),
-        }
-        match app.recovery().sweep(false, true).await {
-            Ok(n) => tracing::info!(woken = n, "cold-start recovery sweep"),
-            Err(e) => tracing::error!(error = %e, "cold-start recovery sweep failed"),
-        }
-    };
-    if tokio::time::timeout(COLD_START_BUDGET, work).await.is_err() {
-        tracing::warn!("cold-start recovery still running; it continues during the first invocation");
-    }
-}
-
 /// Time left for work in an invocation: the deadline minus a margin (at most half of what
 /// is left, so short invocations still get time).
 pub fn budget(deadline: SystemTime, now: SystemTime) -> Duration {
@@ -183,6 +162,7 @@ struct Handler {
     app: App,
     router: Router,
     profiles: Arc<Profiles>,
+    start: Arc<FirstStart>,
 }
 
 /// The occurrence in a fire event.
@@ -208,6 +188,9 @@ impl Handler {
         let LambdaEvent { payload, context } = ev;
         // Every profile's schedules target this function.
         self.profiles.learn_timer_target(&context.invoked_function_arn);
+        // The first event: the store opened, jobs.json synced (its schedules armed with the
+        // target just learned), MCP tools offered (lambda_start).
+        self.start.before_event().await?;
         if let Some(fire) = payload.get(FIRE_KEY) {
             return self.fire(fire.clone()).await.map(FunctionResponse::BufferedResponse);
         }
@@ -244,19 +227,19 @@ impl Handler {
 }
 
 /// After each response is posted (and before the next event is requested): on the first
-/// invocation, reconcile the timers (the function ARN is known by now); then wait until no
+/// invocation, the recovery sweep and the timer reconcile (`lambda_start`); then wait until no
 /// turn and no deferred webhook message (a Slack event answered at once, a Discord
 /// follow-up) runs in this process. Bounded by the invocation deadline minus a margin.
 #[derive(Clone)]
 struct SettleLayer {
     profiles: Arc<Profiles>,
-    first: Arc<AtomicBool>,
+    start: Arc<FirstStart>,
 }
 
 impl<S> Layer<S> for SettleLayer {
     type Service = Settle<S>;
     fn layer(&self, inner: S) -> Settle<S> {
-        Settle { inner, profiles: self.profiles.clone(), first: self.first.clone() }
+        Settle { inner, profiles: self.profiles.clone(), start: self.start.clone() }
     }
 }
 
@@ -264,7 +247,7 @@ impl<S> Layer<S> for SettleLayer {
 struct Settle<S> {
     inner: S,
     profiles: Arc<Profiles>,
-    first: Arc<AtomicBool>,
+    start: Arc<FirstStart>,
 }
 
 impl<S> Service<LambdaInvocation> for Settle<S>
@@ -283,16 +266,13 @@ where
     fn call(&mut self, inv: LambdaInvocation) -> Self::Future {
         let deadline = inv.context.deadline();
         let posted = self.inner.call(inv);
-        let (profiles, first) = (self.profiles.clone(), self.first.swap(false, Ordering::SeqCst));
+        let (profiles, start) = (self.profiles.clone(), self.start.clone());
         Box::pin(async move {
             let result = posted.await;
-            let app = profiles.default().app.clone();
             // The default profile and every routed one this sandbox has served.
             let served: Vec<Served> = std::iter::once(profiles.default().clone()).chain(profiles.cached()).collect();
             let settle = async {
-                if first {
-                    app.recovery().reconcile_if_managed().await;
-                }
+                start.after_event().await;
                 for s in &served {
                     wait_idle(&s.app, &s.channels).await;
                 }

@@ -4,6 +4,8 @@ pub mod idle;
 #[cfg(feature = "aws")]
 pub mod lambda;
 #[cfg(feature = "aws")]
+mod lambda_start;
+#[cfg(feature = "aws")]
 mod lambda_url;
 pub mod private;
 pub mod process;
@@ -87,13 +89,37 @@ impl BaseStore {
             Self::Dynamo(s) => Arc::new(s.clone().scoped(profile)),
         }
     }
+
+    /// Makes sure the store can be used: opens a lazy SQLite file now ([`open_base_lazy`]).
+    /// Makes no request to DynamoDB, whose client needs no opening.
+    pub async fn ready(&self) -> Result<(), StartError> {
+        match self {
+            Self::Sqlite(s) => s.ready().await.map_err(|e| StartError::Store(e.to_string())),
+            #[cfg(feature = "aws")]
+            Self::Dynamo(_) => Ok(()),
+        }
+    }
 }
 
 /// Opens the configured store without a profile's key space.
 pub async fn open_base(home: &Path, cfg: &Loaded) -> Result<BaseStore, StartError> {
+    open_base_as(home, cfg, false).await
+}
+
+/// [`open_base`], except that a SQLite file is opened (created, migrated) by the store's first
+/// call, not now (the Lambda init: docs/design.md#lazy-start). Neither store makes a
+/// request here.
+pub async fn open_base_lazy(home: &Path, cfg: &Loaded) -> Result<BaseStore, StartError> {
+    open_base_as(home, cfg, true).await
+}
+
+async fn open_base_as(home: &Path, cfg: &Loaded, lazy: bool) -> Result<BaseStore, StartError> {
     match cfg.settings.store.kind {
         StoreKind::Sqlite => {
             let path = cfg.store_home.as_deref().unwrap_or(home).join(&cfg.settings.store.path);
+            if lazy {
+                return Ok(BaseStore::Sqlite(SqliteStore::lazy(&path)));
+            }
             let s = SqliteStore::open(&path).map_err(|e| StartError::Store(format!("cannot open {}: {e}", path.display())))?;
             Ok(BaseStore::Sqlite(s))
         }

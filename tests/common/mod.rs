@@ -9,6 +9,8 @@ pub mod api_sdk;
 pub mod lambda;
 pub mod mcp_server;
 pub mod media_fakes;
+#[cfg(feature = "aws")]
+pub mod moto_proxy;
 pub mod sse;
 pub mod web_vendors;
 

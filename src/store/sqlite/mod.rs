@@ -44,7 +44,7 @@ use std::sync::{Arc, mpsc};
 #[derive(Clone)]
 pub struct SqliteStore {
     /// The store thread that owns the connection; clones (and `scoped` views) share it.
-    thread: Arc<StoreThread>,
+    thread: Arc<Opened>,
     /// The profile whose key space this handle reads and writes.
     scope: Arc<crate::store::scope::Scope>,
 }
@@ -74,6 +74,40 @@ impl StoreStats {
         self.batches.fetch_add(1, Relaxed);
         self.batched.fetch_add(calls as u64, Relaxed);
     }
+}
+
+/// The store thread: started by [`SqliteStore::open`], or by the first call of a store made
+/// with [`SqliteStore::lazy`], which creates the file only then (on Lambda the init makes no
+/// store request: docs/design.md#lazy-start).
+struct Opened {
+    thread: tokio::sync::OnceCell<StoreThread>,
+    /// The file a lazy store opens on its first call.
+    path: std::path::PathBuf,
+}
+
+impl Opened {
+    /// The running store thread, opening the file first if this store is lazy and not yet
+    /// open. A failed open is this call's error; the next call tries again.
+    async fn thread(&self) -> Result<&StoreThread, StoreError> {
+        self.thread
+            .get_or_try_init(|| async {
+                let path = self.path.clone();
+                let opened = tokio::task::spawn_blocking(move || SqliteStore::start_at(&path)).await.map_err(backend)?;
+                opened.map_err(|e| match e {
+                    StoreError::Backend(source) => backend(OpenFailed { path: self.path.display().to_string(), source }),
+                    other => other,
+                })
+            })
+            .await
+    }
+}
+
+/// A lazy store's file could not be opened on its first call.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot open {path}: {source}")]
+struct OpenFailed {
+    path: String,
+    source: Box<dyn std::error::Error + Send + Sync>,
 }
 
 impl StoreThread {
@@ -160,6 +194,30 @@ fn synchronous() -> &'static str {
 impl SqliteStore {
     /// Opens (creating if needed) the store file and migrates it.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
+        Ok(Self::on(Self::start_at(path)?, path))
+    }
+
+    /// The store of the file at `path`, opened (created if needed, migrated) by its first
+    /// call rather than now: nothing touches the disk until then, and an open that fails is
+    /// that call's error (the next call tries again).
+    pub fn lazy(path: &Path) -> Self {
+        let opened = Opened { thread: tokio::sync::OnceCell::new(), path: path.to_path_buf() };
+        Self { thread: Arc::new(opened), scope: Arc::default() }
+    }
+
+    /// Opens a lazy store's file now, if it is not open yet ([`SqliteStore::lazy`]).
+    pub async fn ready(&self) -> Result<(), StoreError> {
+        self.thread.thread().await.map(|_| ())
+    }
+
+    /// The store whose thread is `thread`, running already.
+    fn on(thread: StoreThread, path: &Path) -> Self {
+        let opened = Opened { thread: tokio::sync::OnceCell::new_with(Some(thread)), path: path.to_path_buf() };
+        Self { thread: Arc::new(opened), scope: Arc::default() }
+    }
+
+    /// Opens (creating if needed) the store file, migrates it, and starts its thread.
+    fn start_at(path: &Path) -> Result<StoreThread, StoreError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(backend)?;
         }
@@ -180,7 +238,7 @@ impl SqliteStore {
         conn.execute_batch(&format!("PRAGMA journal_mode=WAL; PRAGMA synchronous={}; PRAGMA foreign_keys=ON;", synchronous()))
             .map_err(backend)?;
         schema::migrate(&mut conn).map_err(backend)?;
-        Ok(Self { thread: Arc::new(StoreThread::start(conn)?), scope: Arc::default() })
+        StoreThread::start(conn)
     }
 
     /// This store seen as `profile`'s key space (docs/design.md#profiles): the same file,
@@ -200,14 +258,15 @@ impl SqliteStore {
         let mut conn = Connection::open_in_memory().map_err(backend)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         schema::migrate(&mut conn).map_err(backend)?;
-        Ok(Self { thread: Arc::new(StoreThread::start(conn)?), scope: Arc::default() })
+        Ok(Self::on(StoreThread::start(conn)?, Path::new(":memory:")))
     }
 
     /// Batches the group commit has committed, and the calls they held (tests).
     #[cfg(test)]
     pub(crate) fn group_commits(&self) -> (u64, u64) {
         use std::sync::atomic::Ordering::Relaxed;
-        (self.thread.stats.batches.load(Relaxed), self.thread.stats.batched.load(Relaxed))
+        let Some(t) = self.thread.thread.get() else { return (0, 0) };
+        (t.stats.batches.load(Relaxed), t.stats.batched.load(Relaxed))
     }
 
     /// The schema version in the file.
@@ -241,7 +300,8 @@ impl SqliteStore {
             });
             thread::Ran { failed, full, reply }
         });
-        self.thread.calls.as_ref().ok_or(Stopped).and_then(|t| t.send(call).map_err(|_| Stopped)).map_err(backend)?;
+        let thread = self.thread.thread().await?;
+        thread.calls.as_ref().ok_or(Stopped).and_then(|t| t.send(call).map_err(|_| Stopped)).map_err(backend)?;
         rx.await.map_err(|_| backend(Stopped))?
     }
 }
