@@ -11,59 +11,35 @@
 mod common;
 
 use common::api_sdk::{check_hermes_client, check_openai_sdk, run_py, sdk_python};
-use common::{FakeLlm, Gateway, Reply, TempHome, config};
+use common::{Reply, api_gateway};
 use serde_json::{Value, json};
 use std::time::Duration;
-
-async fn gateway(tag: &str) -> (TempHome, FakeLlm, Gateway) {
-    let home = TempHome::new(tag);
-    let llm = FakeLlm::start().await;
-    llm.stream_when_asked();
-    home.write("config.yaml", &config(Some(&llm), None, ""));
-    let gw = Gateway::start(home.path(), &[]);
-    (home, llm, gw)
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_openai_python_sdk_works_unchanged() {
     let Some(python) = sdk_python() else { return };
-    let (_home, llm, gw) = gateway("api-openai").await;
+    let (_home, llm, gw) = api_gateway("api-openai").await;
     check_openai_sdk(&python, &gw.base, &llm).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hermes_agent_api_client_probes_and_streams_tool_progress() {
     let Some(python) = sdk_python() else { return };
-    let (_home, llm, gw) = gateway("api-hermes-client").await;
+    let (_home, llm, gw) = api_gateway("api-hermes-client").await;
     check_hermes_client(&python, &gw.base, &llm).await;
 }
 
 /// Extra headers, body, expected status and error message.
 type Case<'a> = (Vec<(&'a str, &'a str)>, String, u16, &'a str);
 
-async fn post_raw(
-    gw: &Gateway,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: impl Into<reqwest::Body>,
-) -> (u16, Value, reqwest::header::HeaderMap) {
-    let mut req = gw.http.post(format!("{}{path}", gw.base)).header("content-type", "application/json").body(body);
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    let r = req.send().await.unwrap();
-    let (status, h) = (r.status().as_u16(), r.headers().clone());
-    (status, r.json().await.unwrap_or(Value::Null), h)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_requests_get_openai_errors_and_run_no_turn() {
-    let (_home, llm, gw) = gateway("api-bad").await;
+    let (_home, llm, gw) = api_gateway("api-bad").await;
     let auth = format!("Bearer {}", common::API_KEY);
     let ok = json!({"messages": [{"role": "user", "content": "hi"}]}).to_string();
     // Wrong or missing key: 401 before the body is read (this body is not JSON).
     for h in [vec![], vec![("authorization", "Bearer nope")]] {
-        let (s, b, _) = post_raw(&gw, "/v1/chat/completions", &h, "{not json").await;
+        let (s, b, _) = gw.post_raw("/v1/chat/completions", &h, "{not json").await;
         assert_eq!((s, &b["error"]["code"]), (401, &json!("invalid_api_key")), "{b}");
     }
     let (long_id, long_key) = ("x".repeat(300), "k".repeat(300));
@@ -84,7 +60,7 @@ async fn bad_requests_get_openai_errors_and_run_no_turn() {
     for (extra, body, status, message) in cases {
         let mut h = vec![("authorization", auth.as_str())];
         h.extend(extra);
-        let (s, b, _) = post_raw(&gw, "/v1/chat/completions", &h, body).await;
+        let (s, b, _) = gw.post_raw("/v1/chat/completions", &h, body).await;
         assert_eq!((s, b["error"]["message"].as_str()), (status, Some(message)), "{b}");
         assert_eq!(b["error"]["type"], "invalid_request_error", "{b}");
     }
@@ -94,16 +70,16 @@ async fn bad_requests_get_openai_errors_and_run_no_turn() {
     let r = once.post(format!("{}/v1/chat/completions", gw.base)).header("authorization", &auth).body(big).send().await.unwrap();
     let (s, b) = (r.status().as_u16(), r.json::<Value>().await.unwrap_or(Value::Null));
     assert_eq!((s, &b["error"]["code"]), (413, &json!("body_too_large")), "{b}");
-    let (s, b, _) =
-        post_raw(&gw, "/v1/responses", &[("authorization", &auth)], json!({"input": "x", "previous_response_id": "resp_nope"}).to_string())
-            .await;
+    let (s, b, _) = gw
+        .post_raw("/v1/responses", &[("authorization", &auth)], json!({"input": "x", "previous_response_id": "resp_nope"}).to_string())
+        .await;
     assert_eq!((s, b["error"]["message"].as_str()), (404, Some("Previous response not found: resp_nope")), "{b}");
     assert_eq!(llm.calls(), 0, "no request ran a turn");
     let (_, sessions) = gw.get("/api/sessions").await;
     assert_eq!(sessions["sessions"].as_array().unwrap().len(), 0, "nothing stored: {sessions}");
     // A good request with an explicit session id: echoed, and its session continues.
     let h = [("authorization", auth.as_str()), ("X-Hermes-Session-Id", "agent:main:webui x"), ("X-Hermes-Session-Key", "scope-1")];
-    let (s, b, headers) = post_raw(&gw, "/v1/chat/completions", &h, ok.clone()).await;
+    let (s, b, headers) = gw.post_raw("/v1/chat/completions", &h, ok.clone()).await;
     assert_eq!((s, b["choices"][0]["message"]["content"].as_str()), (200, Some("echo: hi")), "{b}");
     assert_eq!(headers["x-hermes-session-id"], "agent:main:webui x");
     assert_eq!(headers["x-hermes-session-key"], "scope-1");
@@ -115,13 +91,13 @@ async fn bad_requests_get_openai_errors_and_run_no_turn() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_model_is_agent_incomplete_and_a_stream_ends_in_error() {
-    let (_home, llm, gw) = gateway("api-fail").await;
+    let (_home, llm, gw) = api_gateway("api-fail").await;
     let auth = format!("Bearer {}", common::API_KEY);
     for _ in 0..8 {
         llm.push(Reply::Status(400));
     }
     let body = json!({"messages": [{"role": "user", "content": "hi"}]}).to_string();
-    let (s, b, headers) = post_raw(&gw, "/v1/chat/completions", &[("authorization", &auth)], body).await;
+    let (s, b, headers) = gw.post_raw("/v1/chat/completions", &[("authorization", &auth)], body).await;
     assert_eq!((s, b["error"]["code"].as_str(), b["error"]["type"].as_str()), (502, Some("agent_incomplete"), Some("server_error")), "{b}");
     assert_eq!(b["error"]["hermes"]["failed"], true, "{b}");
     assert_eq!(headers["x-hermes-completed"], "false");
@@ -139,14 +115,14 @@ fn system_of(req: &Value) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn system_messages_and_instructions_reach_the_model_for_that_turn_only() {
-    let (_home, llm, gw) = gateway("api-system").await;
+    let (_home, llm, gw) = api_gateway("api-system").await;
     let auth = format!("Bearer {}", common::API_KEY);
     let h = [("authorization", auth.as_str()), ("X-Hermes-Session-Id", "sys-1")];
     let body = json!({"messages": [{"role": "system", "content": "Talk like a pirate."}, {"role": "user", "content": "hi"}]});
-    let (s, b, _) = post_raw(&gw, "/v1/chat/completions", &h, body.to_string()).await;
+    let (s, b, _) = gw.post_raw("/v1/chat/completions", &h, body.to_string()).await;
     assert_eq!(s, 200, "{b}");
     let body = json!({"messages": [{"role": "user", "content": "again"}]});
-    let (s, b, _) = post_raw(&gw, "/v1/chat/completions", &h, body.to_string()).await;
+    let (s, b, _) = gw.post_raw("/v1/chat/completions", &h, body.to_string()).await;
     assert_eq!(s, 200, "{b}");
     let reqs = llm.requests();
     assert!(system_of(&reqs[0]).contains("Talk like a pirate."), "the core prompt plus the ephemeral one: {}", reqs[0]);
@@ -154,10 +130,10 @@ async fn system_messages_and_instructions_reach_the_model_for_that_turn_only() {
     assert!(!system_of(&reqs[1]).contains("pirate"), "ephemeral: not in the next turn: {}", reqs[1]);
     assert!(!reqs[1].to_string().contains("pirate"), "never stored in the transcript: {}", reqs[1]);
     // /v1/responses: `instructions`, carried forward along previous_response_id as Hermes does.
-    let (s, b, _) = post_raw(&gw, "/v1/responses", &h[..1], json!({"input": "one", "instructions": "Answer in French."}).to_string()).await;
+    let (s, b, _) = gw.post_raw("/v1/responses", &h[..1], json!({"input": "one", "instructions": "Answer in French."}).to_string()).await;
     assert_eq!(s, 200, "{b}");
     let prev = b["id"].as_str().unwrap();
-    let (s, b, _) = post_raw(&gw, "/v1/responses", &h[..1], json!({"input": "two", "previous_response_id": prev}).to_string()).await;
+    let (s, b, _) = gw.post_raw("/v1/responses", &h[..1], json!({"input": "two", "previous_response_id": prev}).to_string()).await;
     assert_eq!(s, 200, "{b}");
     let reqs = llm.requests();
     assert!(system_of(&reqs[2]).contains("Answer in French."), "{}", reqs[2]);
@@ -172,7 +148,7 @@ async fn responses_stream_through_the_openai_sdk_and_are_stored() {
         println!("SKIPPED: HZ_API_SDK_PY is not set (scripts/test.sh makes target/api-sdk-venv)");
         return;
     };
-    let (_home, llm, gw) = gateway("api-resp-stream").await;
+    let (_home, llm, gw) = api_gateway("api-resp-stream").await;
     let r = run_py(&python, "api_openai_responses_stream.py", &gw.base).await;
     let events: Vec<&str> = r["helper"]["events"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     assert_eq!(events.first(), Some(&"response.created"), "{events:?}");
@@ -202,7 +178,7 @@ async fn responses_stream_through_the_openai_sdk_and_are_stored() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_stream_interrupts_its_turn_and_frees_the_session() {
-    let (_home, llm, gw) = gateway("api-drop").await;
+    let (_home, llm, gw) = api_gateway("api-drop").await;
     let auth = format!("Bearer {}", common::API_KEY);
     llm.slow_when(60_000, |b| b["messages"].as_array().and_then(|m| m.last()).is_some_and(|m| m["content"] == "take your time"));
     let body = json!({"messages": [{"role": "user", "content": "take your time"}], "stream": true}).to_string();
@@ -230,7 +206,7 @@ async fn a_dropped_stream_interrupts_its_turn_and_frees_the_session() {
     tokio::time::sleep(Duration::from_secs(38).saturating_sub(dropped.elapsed())).await;
     let h = [("authorization", auth.as_str()), ("X-Hermes-Session-Id", "drop-1")];
     let ok = json!({"messages": [{"role": "user", "content": "quick one"}]}).to_string();
-    let (s, answer, _) = post_raw(&gw, "/v1/chat/completions", &h, ok).await;
+    let (s, answer, _) = gw.post_raw("/v1/chat/completions", &h, ok).await;
     assert_eq!(s, 200, "the interrupted turn let go of the session: {answer}");
     assert!(dropped.elapsed() < Duration::from_secs(55), "interrupted, not waited out");
     assert_eq!(answer["choices"][0]["message"]["content"], "echo: quick one", "{answer}");

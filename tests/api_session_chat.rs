@@ -10,42 +10,17 @@
 
 mod common;
 
-use common::{FakeLlm, Gateway, Reply, TempHome, config};
+use common::{Gateway, Reply, api_gateway};
 use serde_json::{Value, json};
-
-async fn gateway(tag: &str) -> (TempHome, FakeLlm, Gateway) {
-    let home = TempHome::new(tag);
-    let llm = FakeLlm::start().await;
-    llm.stream_when_asked();
-    home.write("config.yaml", &config(Some(&llm), None, ""));
-    let gw = Gateway::start(home.path(), &[]);
-    (home, llm, gw)
-}
 
 fn auth() -> String {
     format!("Bearer {}", common::API_KEY)
 }
 
-/// POSTs `body` (raw) to `path` with the key and `headers`: status, JSON body, headers.
-async fn post(
-    gw: &Gateway,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: impl Into<reqwest::Body>,
-) -> (u16, Value, reqwest::header::HeaderMap) {
-    let mut req = gw.http.post(format!("{}{path}", gw.base)).header("content-type", "application/json").body(body);
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    let r = req.send().await.unwrap();
-    let (status, h) = (r.status().as_u16(), r.headers().clone());
-    (status, r.json().await.unwrap_or(Value::Null), h)
-}
-
 /// One turn of `/v1/chat/completions` in Hermes session `id`.
 async fn completion(gw: &Gateway, id: &str, text: &str) -> Value {
     let body = json!({"messages": [{"role": "user", "content": text}]}).to_string();
-    let (s, b, _) = post(gw, "/v1/chat/completions", &[("authorization", &auth()), ("X-Hermes-Session-Id", id)], body).await;
+    let (s, b, _) = gw.post_raw("/v1/chat/completions", &[("authorization", &auth()), ("X-Hermes-Session-Id", id)], body).await;
     assert_eq!(s, 200, "{b}");
     b
 }
@@ -67,14 +42,15 @@ async fn transcript(gw: &Gateway, conv: &str) -> Vec<Value> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_chat_continues_the_history_and_keeps_instructions_out_of_the_transcript() {
-    let (_home, llm, gw) = gateway("sesschat-continue").await;
+    let (_home, llm, gw) = api_gateway("sesschat-continue").await;
     // The place of Hermes session `webui-1`: an /api/messages DM of that chat is the same one.
     let (s, first) = gw.post_message(json!({"chat_id": "webui-1", "user_id": "u1", "text": "hello"})).await;
     assert_eq!(s, 200, "{first}");
     let conv = first["session_id"].as_str().unwrap().to_string();
     completion(&gw, "webui-1", "second").await;
     let body = json!({"message": "again", "system_message": "Answer like a pirate."}).to_string();
-    let (s, b, h) = post(&gw, "/api/sessions/webui-1/chat", &[("authorization", &auth()), ("X-Hermes-Session-Key", "scope-9")], body).await;
+    let (s, b, h) =
+        gw.post_raw("/api/sessions/webui-1/chat", &[("authorization", &auth()), ("X-Hermes-Session-Key", "scope-9")], body).await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["object"], "hermes.session.chat.completion");
     assert_eq!((b["session_id"].as_str(), b["message"].clone()), (Some("webui-1"), json!({"role": "assistant", "content": "echo: again"})));
@@ -88,7 +64,7 @@ async fn a_session_chat_continues_the_history_and_keeps_instructions_out_of_the_
     assert!(!seen(&reqs[1]).0.contains("pirate"));
     // Our conversation id names the same session; the instructions were for one turn only.
     let (s, b, h) =
-        post(&gw, &format!("/api/sessions/{conv}/chat"), &[("authorization", &auth())], json!({"input": "third"}).to_string()).await;
+        gw.post_raw(&format!("/api/sessions/{conv}/chat"), &[("authorization", &auth())], json!({"input": "third"}).to_string()).await;
     assert_eq!((s, b["session_id"].as_str(), b["message"]["content"].as_str()), (200, Some(conv.as_str()), Some("echo: third")), "{b}");
     assert_eq!(h["x-hermes-session-id"].to_str().unwrap(), conv);
     let (system, users) = seen(&llm.requests()[3]);
@@ -120,7 +96,7 @@ fn events(text: &str) -> Vec<(String, Value)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_stream_sends_hermes_events_in_order_with_tool_progress() {
-    let (_home, llm, gw) = gateway("sesschat-stream").await;
+    let (_home, llm, gw) = api_gateway("sesschat-stream").await;
     completion(&gw, "s-stream", "hello").await;
     llm.push(Reply::ToolWithId { id: "call_t1".into(), name: "current_time".into(), args: json!({"tz": "UTC"}) });
     llm.push(Reply::Text("it is now, the time you asked for".into()));
@@ -203,7 +179,7 @@ type Case = (String, String, u16, &'static str, &'static str);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refusals_run_no_turn_and_store_nothing() {
-    let (_home, llm, gw) = gateway("sesschat-bad").await;
+    let (_home, llm, gw) = api_gateway("sesschat-bad").await;
     let (_, first) = gw.post_message(json!({"chat_id": "s-bad", "user_id": "u1", "text": "hello"})).await;
     let conv = first["session_id"].as_str().unwrap().to_string();
     // An /api/messages group is no API server session; a conversation ended by /new takes no turn.
@@ -217,7 +193,7 @@ async fn refusals_run_no_turn_and_store_nothing() {
     for route in ["chat", "chat/stream"] {
         // Wrong or missing key: 401 before the body is read.
         for h in [vec![], vec![("authorization", "Bearer nope")]] {
-            let (s, b, _) = post(&gw, &format!("/api/sessions/s-bad/{route}"), &h, "{not json").await;
+            let (s, b, _) = gw.post_raw(&format!("/api/sessions/s-bad/{route}"), &h, "{not json").await;
             assert_eq!((s, &b["error"]["code"]), (401, &json!("invalid_api_key")), "{b}");
         }
         let ok = json!({"message": "hi"}).to_string();
@@ -240,7 +216,7 @@ async fn refusals_run_no_turn_and_store_nothing() {
             (format!("/api/sessions/{old}"), ok.clone(), 409, "session_ended", ""),
         ];
         for (path, body, status, code, message) in cases {
-            let (s, b, _) = post(&gw, &format!("{path}/{route}"), &[("authorization", &auth())], body).await;
+            let (s, b, _) = gw.post_raw(&format!("{path}/{route}"), &[("authorization", &auth())], body).await;
             assert_eq!(s, status, "{path}/{route}: {b}");
             assert_eq!(b["error"]["type"], "invalid_request_error", "{b}");
             if !code.is_empty() {
@@ -252,7 +228,7 @@ async fn refusals_run_no_turn_and_store_nothing() {
         }
         let long = "k".repeat(300);
         let (s, b, _) =
-            post(&gw, &format!("/api/sessions/s-bad/{route}"), &[("authorization", &auth()), ("X-Hermes-Session-Key", &long)], ok).await;
+            gw.post_raw(&format!("/api/sessions/s-bad/{route}"), &[("authorization", &auth()), ("X-Hermes-Session-Key", &long)], ok).await;
         assert_eq!((s, b["error"]["message"].as_str()), (400, Some("Session key too long")), "{b}");
     }
     assert_eq!(llm.calls(), calls, "no refusal ran a turn");

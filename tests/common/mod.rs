@@ -300,6 +300,17 @@ pub fn config(llm: Option<&FakeLlm>, tg: Option<&FakeTelegram>, extra: &str) -> 
 
 pub const API_KEY: &str = "test-key-123";
 
+/// A `serve` gateway with a fake model that streams when a request asks it to (the API
+/// server's tests).
+pub async fn api_gateway(tag: &str) -> (TempHome, FakeLlm, Gateway) {
+    let home = TempHome::new(tag);
+    let llm = FakeLlm::start().await;
+    llm.stream_when_asked();
+    home.write("config.yaml", &config(Some(&llm), None, ""));
+    let gw = Gateway::start(home.path(), &[]);
+    (home, llm, gw)
+}
+
 impl Gateway {
     /// Starts `serve` on a free port and waits (≤ 20 s) for its listening line.
     pub fn start(home: &FsPath, envs: &[(&str, &str)]) -> Self {
@@ -323,6 +334,23 @@ impl Gateway {
         let r = self.http.post(format!("{}/api/messages", self.base)).bearer_auth(&self.key).json(&body).send().await.unwrap();
         let s = r.status().as_u16();
         (s, r.json().await.unwrap_or(Value::Null))
+    }
+
+    /// POSTs `body` (raw, as JSON) to `path` with `headers` and no key of its own: status,
+    /// JSON body (`Null` if none) and headers (the API server's routes and their refusals).
+    pub async fn post_raw(
+        &self,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: impl Into<reqwest::Body>,
+    ) -> (u16, Value, reqwest::header::HeaderMap) {
+        let mut req = self.http.post(format!("{}{path}", self.base)).header("content-type", "application/json").body(body);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let r = req.send().await.unwrap();
+        let (status, h) = (r.status().as_u16(), r.headers().clone());
+        (status, r.json().await.unwrap_or(Value::Null), h)
     }
 
     pub async fn get(&self, path: &str) -> (u16, Value) {
