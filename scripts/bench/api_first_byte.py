@@ -34,7 +34,7 @@ class FakeLLM(serve.FakeLLM):
         n = int(self.headers.get("content-length", 0))
         req = json.loads(self.rfile.read(n) or b"{}")
         if not req.get("stream"):
-            return self._json()
+            return self.answer_json()
         chunks = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": "o"}}]},
                   {"choices": [{"index": 0, "delta": {"content": "k"}, "finish_reason": "stop"}]},
                   {"choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 1}}]
@@ -45,14 +45,6 @@ class FakeLLM(serve.FakeLLM):
         self.send_header("content-length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
-
-    def _json(self):
-        body = json.dumps({"choices": [{"message": {"role": "assistant", "content": "ok"}}], "usage": {"prompt_tokens": 1, "completion_tokens": 1}}).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
 
 
 def timed(conn, path, body, headers, stream=False):

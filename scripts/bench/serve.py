@@ -31,6 +31,10 @@ class FakeLLM(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
         n = int(self.headers.get("content-length", 0))
         self.rfile.read(n)
+        self.answer_json()
+
+    def answer_json(self):
+        """The fixed chat-completions answer, as JSON."""
         body = json.dumps({"choices": [{"message": {"role": "assistant", "content": "ok"}}], "usage": {"prompt_tokens": 1, "completion_tokens": 1}}).encode()
         self.send_response(200)
         self.send_header("content-type", "application/json")

@@ -2,26 +2,17 @@
 how each gateway is started with only its HTTP API on a temp home and a free port, how a start
 is timed (exec → first 200 on the health route), how a process tree's RSS is read, and a fake
 OpenAI-compatible model that counts the calls it answers."""
-import http.client, http.server, json, os, signal, socket, subprocess, sys, tempfile, threading, time
+import http.client, http.server, json, os, signal, subprocess, sys, tempfile, threading, time
 
 BASE_ENV = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TMPDIR")}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve import free_port, rss_kb  # noqa: E402  (serve.py only reads its argv at import)
+
 HERMES_KEY = "k" * 32  # Hermes refuses to start its API server with a key under 16 characters
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
 def rss_mib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
+    return rss_kb(pid) / 1024
 
 
 def tree_rss_mib(pid):
