@@ -45,14 +45,7 @@ impl FirstStart {
                 tracing::error!(error = %e, "cannot open the store: this invocation fails, the next one tries again");
                 return Err(NotStarted(e.to_string()));
             }
-            self.app.mcp_warm().await;
-            match self.app.jobs().sync_file().await {
-                Ok(r) if !(r.created.is_empty() && r.updated.is_empty() && r.disabled.is_empty()) => {
-                    tracing::info!(created = r.created.len(), updated = r.updated.len(), disabled = r.disabled.len(), "jobs.json synced")
-                }
-                Ok(_) => {}
-                Err(e) => tracing::error!(error = %e, "jobs.json refused; the stored jobs are unchanged"),
-            }
+            super::offer_tools_and_sync_jobs(&self.app).await;
             Ok(())
         });
         started.await.map(|_| ())

@@ -202,22 +202,23 @@ pub struct Wired {
     pub shared: profiles::Shared,
 }
 
-/// Builds the app and the channels with real adapters.
+/// Builds the app and the channels with real adapters, nothing started. Nothing is read
+/// from the store yet: the MCP servers' cached tools and jobs.json come with the caller's
+/// start-up phase ([`offer_tools_and_sync_jobs`]: `serve` after it listens, Lambda on its
+/// first invocation).
 pub async fn wire(home: &Path, cfg: Loaded) -> Result<Wired, StartError> {
-    wire_as(home, cfg, None).await
-}
-
-/// [`wire`], with this process's lease owner id (default: `<host>:<pid>`). Nothing is read
-/// from the store yet: the MCP servers' cached tools are offered by the caller's start-up
-/// phase (`serve` after it listens, [`App::mcp_warm`]).
-pub async fn wire_as(home: &Path, cfg: Loaded, owner: Option<String>) -> Result<Wired, StartError> {
-    wire_parts(home, cfg, owner).await
-}
-
-/// Builds the app and the channels, nothing started.
-async fn wire_parts(home: &Path, cfg: Loaded, owner: Option<String>) -> Result<Wired, StartError> {
     let base = open_base(home, &cfg).await?;
-    Ok(wire_on(home, cfg, owner, base, false))
+    Ok(wire_on(home, cfg, None, base, false))
+}
+
+/// The start-up work a turn or a fire may read: the MCP servers' cached tools offered, and
+/// a bundled `jobs.json` synced (`Jobs::sync_file` logs what changed; a refused file is
+/// logged here and changes nothing).
+pub async fn offer_tools_and_sync_jobs(app: &App) {
+    app.mcp_warm().await;
+    if let Err(e) = app.jobs().sync_file().await {
+        tracing::error!(error = %e, "jobs.json refused; the stored jobs are unchanged");
+    }
 }
 
 /// Builds the app and the channels over `base` seen as the configured profile's key
@@ -265,5 +266,5 @@ pub fn wire_on(home: &Path, cfg: Loaded, owner: Option<String>, base: BaseStore,
 /// Builds the app with real adapters (for commands that serve no webhooks and run no agent
 /// turns: MCP tools are not warmed).
 pub async fn build_app(home: &Path, cfg: Loaded) -> Result<App, StartError> {
-    Ok(wire_parts(home, cfg, None).await?.app)
+    Ok(wire(home, cfg).await?.app)
 }

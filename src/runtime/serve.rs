@@ -161,14 +161,7 @@ pub async fn run(
 /// stored work). Its error stops `serve`.
 async fn recover(app: &App) -> anyhow::Result<()> {
     // After `listen` (lazy start): the MCP servers' cached tools, offered before any turn.
-    app.mcp_warm().await;
-    match app.jobs().sync_file().await {
-        Ok(r) if !(r.created.is_empty() && r.updated.is_empty() && r.disabled.is_empty()) => {
-            tracing::info!(file = %r.file, created = r.created.len(), updated = r.updated.len(), disabled = r.disabled.len(), "jobs.json synced")
-        }
-        Ok(_) => {}
-        Err(e) => tracing::error!(error = %e, "jobs.json refused; the stored jobs are unchanged"),
-    }
+    super::offer_tools_and_sync_jobs(app).await;
     let choice = app.provider_choice(false);
     tracing::info!(provider = %choice.provider, why = %choice.why, "timer provider");
     app.recovery().reconcile_if_managed().await;

@@ -239,6 +239,7 @@ impl App {
         self.inner.store.put_meta(SKIPPED_JOBS_KEY, &skipped).await?;
         report.skipped = file.skipped;
         tracing::info!(
+            file = %report.file,
             created = report.created.len(),
             updated = report.updated.len(),
             disabled = report.disabled.len(),
